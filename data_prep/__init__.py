@@ -1,0 +1,1 @@
+"""Command-line tools that turn text into pretraining data (SentencePiece, TFRecords)."""

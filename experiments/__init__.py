@@ -1,0 +1,1 @@
+"""Entry points (absl flags) and benchmarks."""

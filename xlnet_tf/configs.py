@@ -1,0 +1,217 @@
+"""`XLNetConfig`: the architecture of a released XLNet plus the options of a run.
+
+The eight architecture keys are exactly those of the released `xlnet_config.json`
+(`n_layer, d_model, n_head, d_head, d_inner, ff_activation, untie_r, n_token`). The run
+options (dropout, memory, attention type, ...) are the flags of the original `train.py`;
+they do not change the weights, so one set of weights can be run with different options.
+
+Example:
+  >>> cfg = XLNetConfig.from_json_file("xlnet_cased_L-12_H-768_A-12/xlnet_config.json")
+  >>> cfg = cfg.replace(mem_len=384, reuse_len=256, bi_data=True)
+  >>> cfg.to_json_file("out/xlnet_config.json")
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Dict, Mapping
+
+# Keys of the released xlnet_config.json, in the released order.
+RELEASED_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activation",
+                 "untie_r", "n_token")
+
+# Run options that may differ between runs of the same weights (`load_pretrained` overrides).
+RUN_OPTION_KEYS = ("dropout", "dropatt", "mem_len", "reuse_len", "attn_type", "bi_data",
+                   "clamp_len", "same_length")
+
+# "gelu" is the tanh approximation the released checkpoints were trained with (HF "gelu_new");
+# "gelu_exact" is the erf form (HF "gelu").
+FF_ACTIVATIONS = ("gelu", "gelu_exact", "relu")
+ATTN_TYPES = ("bi", "uni")
+
+# HuggingFace's activation names and ours.
+_HF_TO_OUR_ACTIVATION = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "gelu": "gelu_exact",
+                         "relu": "relu"}
+_OUR_TO_HF_ACTIVATION = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu"}
+
+
+@dataclasses.dataclass(frozen=True)
+class XLNetConfig:
+  """Architecture (released keys) and run options of an XLNet model.
+
+  Attributes:
+    n_layer: number of Transformer-XL blocks.
+    d_model: hidden size.
+    n_head: attention heads.
+    d_head: size of each head (need not equal d_model / n_head).
+    d_inner: feed-forward inner size.
+    ff_activation: "gelu" (tanh approximation, as released), "gelu_exact" (erf) or "relu".
+    untie_r: True for per-layer relative biases [n_layer, n_head, d_head], False for one
+      set shared by all layers [n_head, d_head].
+    n_token: vocabulary size.
+    dropout: dropout on embeddings, positional encodings, attention output and FFN.
+    dropatt: dropout on attention probabilities.
+    mem_len: number of hidden states kept as memory per layer (0 = no memory returned).
+    reuse_len: number of leading tokens of a segment cached for the next segment
+      (0 = cache the whole segment).
+    attn_type: "bi" (bidirectional) or "uni" (causal).
+    bi_data: forward positions for the first half of the batch, backward for the second.
+    clamp_len: clip relative distances to [-clamp_len, clamp_len]; -1 = no clipping.
+    same_length: with attn_type "uni", every query sees the same number of keys.
+    initializer_range: stddev of the normal initializer (the original `init_std`).
+    layer_norm_eps: LayerNorm epsilon.
+  """
+  n_layer: int
+  d_model: int
+  n_head: int
+  d_head: int
+  d_inner: int
+  ff_activation: str = "gelu"
+  untie_r: bool = True
+  n_token: int = 32000
+  dropout: float = 0.1
+  dropatt: float = 0.1
+  mem_len: int = 0
+  reuse_len: int = 0
+  attn_type: str = "bi"
+  bi_data: bool = False
+  clamp_len: int = -1
+  same_length: bool = False
+  initializer_range: float = 0.02
+  layer_norm_eps: float = 1e-12
+
+  def __post_init__(self):
+    for key in ("n_layer", "d_model", "n_head", "d_head", "d_inner", "n_token"):
+      value = getattr(self, key)
+      if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"XLNetConfig.{key} must be a positive integer, got {value!r}")
+    for key in ("mem_len", "reuse_len"):
+      value = getattr(self, key)
+      if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"XLNetConfig.{key} must be an integer >= 0, got {value!r}")
+    if not isinstance(self.clamp_len, int) or isinstance(self.clamp_len, bool):
+      raise ValueError(f"XLNetConfig.clamp_len must be an integer (-1 = off), got "
+                       f"{self.clamp_len!r}")
+    if self.ff_activation not in FF_ACTIVATIONS:
+      raise ValueError(f"XLNetConfig.ff_activation must be one of {FF_ACTIVATIONS}, got "
+                       f"{self.ff_activation!r} (HuggingFace names are mapped by "
+                       f"XLNetConfig.from_hf_dict)")
+    if self.attn_type not in ATTN_TYPES:
+      raise ValueError(f"XLNetConfig.attn_type must be one of {ATTN_TYPES}, got "
+                       f"{self.attn_type!r}")
+    for key in ("dropout", "dropatt"):
+      value = getattr(self, key)
+      if not 0.0 <= float(value) < 1.0:
+        raise ValueError(f"XLNetConfig.{key} must be in [0, 1), got {value!r}")
+    for key in ("untie_r", "bi_data", "same_length"):
+      if not isinstance(getattr(self, key), bool):
+        raise ValueError(f"XLNetConfig.{key} must be true or false, got "
+                         f"{getattr(self, key)!r}")
+    if self.initializer_range <= 0 or self.layer_norm_eps <= 0:
+      raise ValueError("XLNetConfig.initializer_range and layer_norm_eps must be positive")
+
+  # ---- dict / JSON -------------------------------------------------------------------
+
+  def to_dict(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self)
+
+  def released_dict(self) -> Dict[str, Any]:
+    """Only the eight keys of the released xlnet_config.json."""
+    return {key: getattr(self, key) for key in RELEASED_KEYS}
+
+  @classmethod
+  def from_dict(cls, values: Mapping[str, Any], source: str = "config") -> "XLNetConfig":
+    """Builds a config from released keys (required) and run options (optional).
+
+    Raises:
+      ValueError: naming `source` and the key, for a missing released key or an unknown key.
+    """
+    known = {field.name for field in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+      raise ValueError(f"{source}: unknown key(s) {unknown}; expected the released keys "
+                       f"{list(RELEASED_KEYS)} and optionally {sorted(known - set(RELEASED_KEYS))}")
+    missing = [key for key in RELEASED_KEYS if key not in values]
+    if missing:
+      raise ValueError(f"{source}: missing key(s) {missing} (a released xlnet_config.json has "
+                       f"{list(RELEASED_KEYS)})")
+    try:
+      return cls(**dict(values))
+    except ValueError as e:
+      raise ValueError(f"{source}: {e}") from None
+
+  @classmethod
+  def from_json_file(cls, path: str) -> "XLNetConfig":
+    """Reads a released xlnet_config.json or one written by `to_json_file`."""
+    if not os.path.isfile(path):
+      raise FileNotFoundError(f"XLNet config file not found: {path}")
+    with open(path, encoding="utf-8") as f:
+      try:
+        values = json.load(f)
+      except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(values, dict):
+      raise ValueError(f"{path}: expected a JSON object")
+    return cls.from_dict(values, source=path)
+
+  def to_json_file(self, path: str, released_only: bool = False) -> None:
+    """Writes the config; `released_only` writes just the eight released keys."""
+    values = self.released_dict() if released_only else self.to_dict()
+    with open(path, "w", encoding="utf-8") as f:
+      json.dump(values, f, indent=2)
+      f.write("\n")
+
+  def replace(self, **changes) -> "XLNetConfig":
+    return dataclasses.replace(self, **changes)
+
+  # ---- HuggingFace -------------------------------------------------------------------
+
+  @classmethod
+  def from_hf_dict(cls, hf: Mapping[str, Any], source: str = "config.json") -> "XLNetConfig":
+    """Maps a HuggingFace XLNet `config.json` to our config.
+
+    HF's "gelu" is the exact erf form and becomes our "gelu_exact"; HF's "gelu_new" is the
+    tanh form of the released checkpoints and becomes our "gelu". HF has one dropout for
+    everything (no dropatt); HF `mem_len`/`reuse_len` of null mean 0 here.
+    """
+    if hf.get("model_type") not in (None, "xlnet"):
+      raise ValueError(f"{source}: model_type is {hf.get('model_type')!r}, expected 'xlnet'")
+    vocab = hf.get("vocab_size", hf.get("n_token"))
+    required = {"vocab_size": vocab, "d_model": hf.get("d_model"), "n_layer": hf.get("n_layer"),
+                "n_head": hf.get("n_head"), "d_inner": hf.get("d_inner")}
+    missing = [key for key, value in required.items() if value is None]
+    if missing:
+      raise ValueError(f"{source}: missing key(s) {missing} of a HuggingFace XLNet config")
+    activation = hf.get("ff_activation", "gelu")
+    if activation not in _HF_TO_OUR_ACTIVATION:
+      raise ValueError(f"{source}: ff_activation {activation!r} is not supported; expected one "
+                       f"of {sorted(_HF_TO_OUR_ACTIVATION)}")
+    d_head = hf.get("d_head") or hf["d_model"] // hf["n_head"]
+    dropout = float(hf.get("dropout", 0.1))
+    try:
+      return cls(
+          n_layer=hf["n_layer"], d_model=hf["d_model"], n_head=hf["n_head"], d_head=d_head,
+          d_inner=hf["d_inner"], ff_activation=_HF_TO_OUR_ACTIVATION[activation],
+          untie_r=bool(hf.get("untie_r", True)), n_token=vocab, dropout=dropout,
+          dropatt=dropout, mem_len=hf.get("mem_len") or 0, reuse_len=hf.get("reuse_len") or 0,
+          attn_type=hf.get("attn_type", "bi"), bi_data=bool(hf.get("bi_data", False)),
+          clamp_len=hf.get("clamp_len", -1), same_length=bool(hf.get("same_length", False)),
+          initializer_range=float(hf.get("initializer_range", 0.02)),
+          layer_norm_eps=float(hf.get("layer_norm_eps", 1e-12)))
+    except ValueError as e:
+      raise ValueError(f"{source}: {e}") from None
+
+  def to_hf_dict(self) -> Dict[str, Any]:
+    """The HuggingFace `XLNetConfig` keyword arguments for this config (dropatt is dropped:
+    HF uses `dropout` for attention probabilities too)."""
+    if self.d_head * self.n_head != self.d_model:
+      raise ValueError(f"HuggingFace XLNet needs d_head * n_head == d_model, got "
+                       f"{self.d_head} * {self.n_head} != {self.d_model}")
+    return dict(
+        vocab_size=self.n_token, d_model=self.d_model, n_layer=self.n_layer,
+        n_head=self.n_head, d_inner=self.d_inner,
+        ff_activation=_OUR_TO_HF_ACTIVATION[self.ff_activation], untie_r=self.untie_r,
+        attn_type=self.attn_type, initializer_range=self.initializer_range,
+        layer_norm_eps=self.layer_norm_eps, dropout=self.dropout,
+        mem_len=self.mem_len or None, reuse_len=self.reuse_len or None,
+        bi_data=self.bi_data, clamp_len=self.clamp_len, same_length=self.same_length)

@@ -1,0 +1,58 @@
+"""Reads a released (TF1) XLNet directory: xlnet_config.json + xlnet_model.ckpt.*"""
+
+import os
+
+import tensorflow as tf
+
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf import released_names as names
+from xlnet_tf.convert.source import SourceWeights
+
+CONFIG_FILE = "xlnet_config.json"
+CHECKPOINT_PREFIX = "xlnet_model.ckpt"
+
+
+def checkpoint_prefix(directory: str) -> str:
+  """The TF1 checkpoint in `directory`: xlnet_model.ckpt, else the `checkpoint` file's latest.
+
+  Raises:
+    FileNotFoundError: naming the directory and the files expected.
+  """
+  prefix = os.path.join(directory, CHECKPOINT_PREFIX)
+  if os.path.exists(prefix + ".index"):
+    return prefix
+  latest = tf.train.latest_checkpoint(directory)
+  if latest and os.path.exists(latest + ".index"):
+    return latest
+  raise FileNotFoundError(f"{directory}: no TF1 checkpoint; expected {CHECKPOINT_PREFIX}.index "
+                          f"and {CHECKPOINT_PREFIX}.data-* (or a 'checkpoint' file)")
+
+
+def is_released_dir(directory: str) -> bool:
+  return (os.path.isfile(os.path.join(directory, CONFIG_FILE)) and
+          (os.path.exists(os.path.join(directory, CHECKPOINT_PREFIX + ".index")) or
+           os.path.isfile(os.path.join(directory, "checkpoint"))))
+
+
+def read_released(directory: str) -> SourceWeights:
+  """Reads the config and the model weights by released name.
+
+  Optimizer slots and global_step are dropped; task-head variables of fine-tuned
+  checkpoints are returned as skipped (the task models load them).
+  """
+  config = XLNetConfig.from_json_file(os.path.join(directory, CONFIG_FILE))
+  prefix = checkpoint_prefix(directory)
+  arrays, skipped = {}, []
+  try:
+    reader = tf.train.load_checkpoint(prefix)
+    for name in sorted(reader.get_variable_to_shape_map()):
+      if names.is_optimizer_or_step(name):
+        continue
+      if names.is_task_head(name):
+        skipped.append(name)
+        continue
+      arrays[name] = reader.get_tensor(name)
+  except (tf.errors.OpError, ValueError) as e:
+    detail = e.message if isinstance(e, tf.errors.OpError) else str(e)
+    raise ValueError(f"{prefix}: cannot read the TF1 checkpoint ({detail})") from None
+  return SourceWeights("released", prefix, config, arrays, skipped)

@@ -1,0 +1,174 @@
+"""Relative multi-head attention of XLNet, for the content and the query stream.
+
+Shapes: B batch, T current length, M memory length, K = M + T keys, P predicted targets,
+R relative positions (K + T for "bi", K + 1 for "uni"), N heads, H head size, D d_model,
+X = 2 with bi_data (forward and backward position encodings) else 1.
+
+score(i, j) = [ (q_i + r_w_bias) . k_j                       content
+              + (q_i + r_r_bias) . r_{i-j}                    position (via rel_shift)
+              + (q_i + r_s_bias) . seg_embed[same/diff(i,j)]  segment ] / sqrt(H)
+"""
+
+import tensorflow as tf
+import tf_keras
+
+from xlnet_tf import masks
+from xlnet_tf.layers.initializers import normal_initializer
+
+
+def rel_shift(scores: tf.Tensor, klen) -> tf.Tensor:
+  """Aligns position scores to keys: [B, N, T, R] -> [B, N, T, klen].
+
+  out[..., i, j] = scores[..., i, T - i + j], i.e. the encoding of distance (M + i) - j.
+  Done with the Transformer-XL reshape trick (no gather). For "uni" (R = K + 1) entries
+  of future keys are meaningless and must be masked.
+  """
+  shape = tf.shape(scores)
+  batch, heads, qlen, rlen = shape[0], shape[1], shape[2], shape[3]
+  shifted = tf.reshape(scores, [batch, heads, rlen, qlen])[:, :, 1:, :]
+  shifted = tf.reshape(shifted, [batch, heads, qlen, rlen - 1])
+  return shifted[:, :, :, :klen]
+
+
+def gather_relative(scores: tf.Tensor, positions: tf.Tensor, qlen, klen) -> tf.Tensor:
+  """`rel_shift` for queries at arbitrary positions: [B, N, P, R] -> [B, N, P, klen].
+
+  out[..., p, j] = scores[..., p, T - positions[p] + j]. Indices past R (future keys of a
+  "uni" query, always masked) are clamped to stay in range.
+  """
+  shape = tf.shape(scores)
+  index = (qlen - positions[:, :, None]) + tf.range(klen)[None, None, :]   # [B, P, K]
+  index = tf.minimum(index, shape[3] - 1)
+  index = tf.broadcast_to(index[:, None], [shape[0], shape[1], shape[2], klen])
+  return tf.gather(scores, index, batch_dims=3)
+
+
+@tf_keras.utils.register_keras_serializable(package="xlnet_tf")
+class RelativeMultiHeadAttention(tf_keras.layers.Layer):
+  """Two-stream relative attention with post-LayerNorm (the original `rel_attn` scope).
+
+  Weights: q, k, v, r, o kernels [D, N, H] (no biases) and a LayerNorm, as released. The
+  relative biases and segment embeddings are owned by the encoder (they may be shared by
+  all layers) and passed in.
+
+  Call arguments:
+    content: [B, T, D] content stream h.
+    query: [B, P, D] query stream g at the targets, or None.
+    memory: [B, M, D] cached inputs of this layer, or None.
+    position_encoding: [X, R, D], X dividing B (see `_position_scores`).
+    r_w_bias, r_r_bias, r_s_bias: [N, H]; seg_embed: [2, N, H].
+    content_mask: bool, broadcastable to [B, T, K] (True = may not attend), or None.
+    content_segments: bool [B, T, K] (True = different segments), or None.
+    query_positions: int [B, P] position of each target; query_valid: [B, P] 1 for real
+      targets, 0 for padding rows (their attention output is zero, as in the original).
+    query_mask: bool [B, P, K]; query_segments: bool [B, P, K].
+  Returns:
+    (content [B, T, D], query [B, P, D] or None).
+  """
+
+  def __init__(self, num_heads: int, head_size: int, dropout_rate: float = 0.0,
+               attention_dropout_rate: float = 0.0, layer_norm_epsilon: float = 1e-12,
+               initializer_range: float = 0.02, **kwargs):
+    super().__init__(**kwargs)
+    self.num_heads = num_heads
+    self.head_size = head_size
+    self.dropout_rate = dropout_rate
+    self.attention_dropout_rate = attention_dropout_rate
+    self.layer_norm_epsilon = layer_norm_epsilon
+    self.initializer_range = initializer_range
+
+  def build(self, input_shape):
+    d_model = input_shape[-1]
+    shape = [d_model, self.num_heads, self.head_size]
+    def kernel(name):
+      return self.add_weight(f"{name}/kernel", shape=shape,
+                             initializer=normal_initializer(self.initializer_range))
+    self.q_kernel = kernel("q")
+    self.k_kernel = kernel("k")
+    self.v_kernel = kernel("v")
+    self.r_kernel = kernel("r")
+    self.o_kernel = kernel("o")
+    self.layer_norm = tf_keras.layers.LayerNormalization(
+        epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="LayerNorm")
+    self.layer_norm.build(input_shape)
+    self.attention_dropout = tf_keras.layers.Dropout(self.attention_dropout_rate)
+    self.output_dropout = tf_keras.layers.Dropout(self.dropout_rate)
+    super().build(input_shape)
+
+  def call(self, content, query=None, *, position_encoding, r_w_bias, r_r_bias,
+           r_s_bias=None, seg_embed=None, memory=None, content_mask=None,
+           content_segments=None, query_positions=None, query_valid=None, query_mask=None,
+           query_segments=None, training=None):
+    keys_in = content if memory is None else tf.concat([memory, content], axis=1)  # [B,K,D]
+    key = tf.einsum("bkd,dnh->bknh", keys_in, self.k_kernel)                     # [B,K,N,H]
+    value = tf.einsum("bkd,dnh->bknh", keys_in, self.v_kernel)                   # [B,K,N,H]
+    position_key = tf.einsum("xrd,dnh->xrnh", position_encoding, self.r_kernel)  # [X,R,N,H]
+    biases = (r_w_bias, r_r_bias, r_s_bias, seg_embed)
+
+    q_content = tf.einsum("btd,dnh->btnh", content, self.q_kernel)               # [B,T,N,H]
+    attended = self._attend(q_content, key, value, position_key, biases,
+                            content_segments, content_mask, training)
+    content_out = self._project_and_normalize(attended, content, training)
+
+    query_out = None
+    if query is not None:
+      q_query = tf.einsum("bpd,dnh->bpnh", query, self.q_kernel)                 # [B,P,N,H]
+      attended = self._attend(q_query, key, value, position_key, biases, query_segments,
+                              query_mask, training, positions=query_positions,
+                              qlen=tf.shape(content)[1])
+      attended = attended * tf.cast(query_valid, attended.dtype)[:, :, None, None]
+      query_out = self._project_and_normalize(attended, query, training)
+    return content_out, query_out
+
+  def _attend(self, q, key, value, position_key, biases, segments, mask, training,
+              positions=None, qlen=None):
+    """Attention of queries q [B, I, N, H] over the keys: returns [B, I, N, H].
+
+    For the query stream, `positions` [B, I] are the queries' positions in the current
+    segment of length `qlen`; otherwise the queries are positions 0..T-1.
+    """
+    r_w_bias, r_r_bias, r_s_bias, seg_embed = biases
+    klen = tf.shape(key)[1]
+    content_score = tf.einsum("binh,bjnh->bnij", q + r_w_bias, key)             # [B,N,I,K]
+    position_score = self._position_scores(q + r_r_bias, position_key)          # [B,N,I,R]
+    if positions is None:
+      position_score = rel_shift(position_score, klen)                          # [B,N,I,K]
+    else:
+      position_score = gather_relative(position_score, positions, qlen, klen)
+    score = content_score + position_score
+    if segments is not None:
+      segment_score = tf.einsum("binh,snh->bnis", q + r_s_bias, seg_embed)      # [B,N,I,2]
+      score += tf.where(segments[:, None], segment_score[..., 1:], segment_score[..., :1])
+    score *= 1.0 / (self.head_size ** 0.5)
+    if mask is not None:
+      score += tf.cast(mask[:, None], score.dtype) * masks.large_negative(score.dtype)
+    probs = self.attention_dropout(tf.nn.softmax(score, axis=-1), training=training)
+    return tf.einsum("bnij,bjnh->binh", probs, value)
+
+  @staticmethod
+  def _position_scores(q, position_key):
+    """[B, I, N, H] x [X, R, N, H] -> [B, N, I, R].
+
+    X divides B: the batch is X consecutive groups, group x using encodings x (X = 1 shared,
+    X = 2 the bi_data halves, X = B one per example).
+    """
+    if position_key.shape[0] == 1:
+      return tf.einsum("binh,rnh->bnir", q, position_key[0])
+    shape, groups = tf.shape(q), tf.shape(position_key)[0]
+    grouped = tf.reshape(q, [groups, shape[0] // groups, shape[1], shape[2], shape[3]])
+    scores = tf.einsum("xbinh,xrnh->xbnir", grouped, position_key)
+    return tf.reshape(scores, [shape[0], shape[2], shape[1], tf.shape(position_key)[1]])
+
+  def _project_and_normalize(self, attended, residual, training):
+    out = tf.einsum("binh,dnh->bid", attended, self.o_kernel)                   # [B,I,D]
+    out = self.output_dropout(out, training=training)
+    return self.layer_norm(out + residual)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(num_heads=self.num_heads, head_size=self.head_size,
+                  dropout_rate=self.dropout_rate,
+                  attention_dropout_rate=self.attention_dropout_rate,
+                  layer_norm_epsilon=self.layer_norm_epsilon,
+                  initializer_range=self.initializer_range)
+    return config

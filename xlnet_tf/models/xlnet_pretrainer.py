@@ -1,0 +1,64 @@
+"""The pretraining model: XLNet encoder + LM head tied to the word embedding."""
+
+from typing import Any, Dict, Mapping
+
+import tensorflow as tf
+import tf_keras
+
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.layers.tied_lm_head import TiedLMHead
+from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
+
+
+@tf_keras.utils.register_keras_serializable(package="xlnet_tf")
+class XLNetPretrainer(tf_keras.Model):
+  """Encoder + tied LM head (`model/lm_loss/bias` in the released checkpoints).
+
+  Call with the encoder's input dict. Returns the encoder's outputs plus
+  `logits` float32: [B, P, V] from the query stream when `target_mapping` is given,
+  else [B, T, V] from the content stream.
+
+  Example:
+    >>> cfg = XLNetConfig(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=100)
+    >>> model = XLNetPretrainer(XLNetEncoder(cfg))
+    >>> model({"input_ids": tf.constant([[5, 6, 7]])})["logits"].shape
+    TensorShape([1, 3, 100])
+  """
+
+  def __init__(self, encoder: XLNetEncoder, **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder
+    self.lm_head = TiedLMHead(encoder.config.n_token, name="lm_loss")
+
+  @property
+  def config(self) -> XLNetConfig:
+    return self.encoder.config
+
+  def build(self, input_shape=None):
+    """Creates every weight without running the model."""
+    self.encoder.build(None)
+    self.lm_head.build(None)
+    self.built = True
+
+  def call(self, inputs: Mapping[str, Any], training=None) -> Dict[str, Any]:
+    outputs = dict(self.encoder(inputs, training=training))
+    hidden = outputs["query"] if "query" in outputs else outputs["content"]
+    outputs["logits"] = self.lm_head(hidden, self.encoder.word_embedding)
+    return outputs
+
+  def get_config(self):
+    return {"encoder": tf_keras.layers.serialize(self.encoder), "name": self.name}
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    config = dict(config)
+    encoder = tf_keras.layers.deserialize(config.pop("encoder"),
+                                          custom_objects=custom_objects)
+    return cls(encoder, **config)
+
+
+def build_pretrainer(config: XLNetConfig) -> XLNetPretrainer:
+  """A pretraining model for `config` with all weights created (randomly initialised)."""
+  model = XLNetPretrainer(XLNetEncoder(config, name="transformer"), name="xlnet_pretrainer")
+  model.build()
+  return model

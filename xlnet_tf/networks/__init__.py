@@ -1,0 +1,3 @@
+"""XLNet networks (encoders)."""
+
+from xlnet_tf.networks.xlnet_encoder import XLNetEncoder

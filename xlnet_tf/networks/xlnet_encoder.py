@@ -1,0 +1,174 @@
+"""The XLNet encoder: embeddings, masks, relative encodings, memories and the blocks."""
+
+from typing import Any, Dict, Mapping, Union
+
+import tensorflow as tf
+import tf_keras
+
+from xlnet_tf import masks
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.layers.initializers import normal_initializer
+from xlnet_tf.layers.positional_encoding import RelativePositionalEncoding
+from xlnet_tf.layers.two_stream_block import TwoStreamBlock
+
+
+@tf_keras.utils.register_keras_serializable(package="xlnet_tf")
+class XLNetEncoder(tf_keras.layers.Layer):
+  """Transformer-XL with two-stream attention, batch-major.
+
+  Weights as released: word_embedding [V, D], mask_emb [1, 1, D], r_w_bias / r_r_bias /
+  r_s_bias [L, N, H] (untie_r) or [N, H], seg_embed [L, 2, N, H], and the blocks.
+
+  Call with a dict:
+    input_ids: int [B, T].
+    segment_ids: int [B, T] (optional; without it there is no segment term).
+    input_mask: float [B, T], 1 at padding (optional).
+    perm_mask: float [B, T, T], 1 where position i may not attend to j (optional).
+    target_mapping: float [B, P, T], row k one-hot at the k-th target, all-zero for a
+      padding row (optional; the query stream is computed only with it, only at targets).
+    mems: list of n_layer tensors [B, M, D], the inputs of each layer for the previous
+      segment (optional).
+  Returns a dict:
+    content: [B, T, D] content stream after the last layer.
+    query: [B, P, D] query stream at the targets (only with target_mapping).
+    new_mems: list of n_layer [B, M', D]: each layer's input, the first reuse_len tokens
+      (all if reuse_len is 0) appended to mems, the last mem_len kept, no gradient.
+      Empty when mem_len is 0.
+
+  Example:
+    >>> cfg = XLNetConfig(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=100)
+    >>> out = XLNetEncoder(cfg)({"input_ids": tf.constant([[5, 6, 7]])})
+    >>> out["content"].shape
+    TensorShape([1, 3, 16])
+  """
+
+  def __init__(self, config: Union[XLNetConfig, Mapping[str, Any]], **kwargs):
+    super().__init__(**kwargs)
+    if not isinstance(config, XLNetConfig):
+      config = XLNetConfig.from_dict(config)
+    self.config = config
+    c = config
+    self.positional_encoding = RelativePositionalEncoding(
+        c.d_model, attn_type=c.attn_type, bi_data=c.bi_data, clamp_len=c.clamp_len,
+        dtype=self.dtype_policy, name="positional_encoding")
+    self.blocks = [
+        TwoStreamBlock(c.n_head, c.d_head, c.d_inner, activation=c.ff_activation,
+                       dropout_rate=c.dropout, attention_dropout_rate=c.dropatt,
+                       layer_norm_epsilon=c.layer_norm_eps,
+                       initializer_range=c.initializer_range, dtype=self.dtype_policy,
+                       name=f"layer_{i}")
+        for i in range(c.n_layer)]
+    self.dropout = tf_keras.layers.Dropout(c.dropout)
+
+  def build(self, input_shape=None):
+    c = self.config
+    bias_shape = [c.n_layer, c.n_head, c.d_head] if c.untie_r else [c.n_head, c.d_head]
+    self.word_embedding = self.add_weight("word_embedding/lookup_table",
+                                          shape=[c.n_token, c.d_model],
+                                          initializer=self._init())
+    self.mask_emb = self.add_weight("mask_emb/mask_emb", shape=[1, 1, c.d_model],
+                                    initializer=self._init())
+    self.r_w_bias = self.add_weight("r_w_bias", shape=bias_shape, initializer=self._init())
+    self.r_r_bias = self.add_weight("r_r_bias", shape=bias_shape, initializer=self._init())
+    self.r_s_bias = self.add_weight("r_s_bias", shape=bias_shape, initializer=self._init())
+    self.seg_embed = self.add_weight("seg_embed", shape=[c.n_layer, 2, c.n_head, c.d_head],
+                                     initializer=self._init())
+    for block in self.blocks:
+      block.build(tf.TensorShape([None, None, c.d_model]))
+    super().build(input_shape)
+
+  def _init(self):
+    return normal_initializer(self.config.initializer_range)
+
+  def call(self, inputs: Mapping[str, Any], training=None) -> Dict[str, Any]:
+    c = self.config
+    input_ids = inputs["input_ids"]                                    # [B, T]
+    segment_ids = inputs.get("segment_ids")
+    target_mapping = inputs.get("target_mapping")
+    mems = inputs.get("mems") or None
+    if mems is not None and len(mems) != c.n_layer:
+      raise ValueError(f"mems must have one tensor per layer ({c.n_layer}), got {len(mems)}")
+    batch, qlen = tf.shape(input_ids)[0], tf.shape(input_ids)[1]
+    mlen = tf.shape(mems[0])[1] if mems is not None else 0
+    klen = mlen + qlen
+    if c.bi_data:
+      _check_even_batch(input_ids)
+
+    # Masks: True = may not attend. The content stream always sees itself.
+    query_mask = masks.query_attention_mask(                   # broadcastable to [B, T, K]
+        qlen, mlen, inputs.get("input_mask"), inputs.get("perm_mask"),
+        causal=c.attn_type == "uni", same_length=c.same_length)
+    content_mask = masks.content_attention_mask(query_mask, qlen, mlen)
+    segments = (masks.segment_mismatch(segment_ids, mlen)              # [B, T, K]
+                if segment_ids is not None else None)
+
+    position_encoding = self.positional_encoding(qlen, klen)              # [X, R, D]
+    if training and c.dropout > 0:
+      # As released: the encodings are tiled over the batch before dropout, so every
+      # example has its own dropout mask. Without dropout, [X, R, D] is shared (cheaper).
+      position_encoding = tf.repeat(position_encoding,                    # [B, R, D]
+                                    batch // tf.shape(position_encoding)[0], axis=0)
+      position_encoding = self.dropout(position_encoding, training=training)
+    content = self.dropout(tf.gather(self.word_embedding, input_ids),      # [B, T, D]
+                           training=training)
+
+    # Query stream: mask_emb at each target; its masks and segments are the rows of the
+    # content-position masks at the target positions.
+    query = None
+    query_inputs = {}
+    if target_mapping is not None:
+      target_mapping = tf.convert_to_tensor(target_mapping)
+      num_predict = tf.shape(target_mapping)[1]
+      positions = tf.argmax(target_mapping, axis=-1, output_type=tf.int32)  # [B, P]
+      query_inputs["query_positions"] = positions
+      query_inputs["query_valid"] = tf.reduce_max(target_mapping, axis=-1)  # [B, P]
+      if query_mask is not None:
+        full_mask = tf.broadcast_to(query_mask, [batch, qlen, klen])
+        query_inputs["query_mask"] = tf.gather(full_mask, positions, batch_dims=1)
+      if segments is not None:
+        query_inputs["query_segments"] = tf.gather(segments, positions, batch_dims=1)
+      query = self.dropout(tf.tile(self.mask_emb, [batch, num_predict, 1]),  # [B, P, D]
+                           training=training)
+
+    new_mems = []
+    for i, block in enumerate(self.blocks):
+      memory = tf.cast(mems[i], content.dtype) if mems is not None else None
+      if c.mem_len > 0:
+        new_mems.append(self._cache(content, memory))
+      content, query = block(
+          content, query, memory=memory, position_encoding=position_encoding,
+          r_w_bias=self.r_w_bias[i] if c.untie_r else self.r_w_bias,
+          r_r_bias=self.r_r_bias[i] if c.untie_r else self.r_r_bias,
+          r_s_bias=self.r_s_bias[i] if c.untie_r else self.r_s_bias,
+          seg_embed=self.seg_embed[i], content_mask=content_mask,
+          content_segments=segments, training=training, **query_inputs)
+
+    outputs = {"content": self.dropout(content, training=training), "new_mems": new_mems}
+    if query is not None:
+      outputs["query"] = self.dropout(query, training=training)
+    return outputs
+
+  def _cache(self, layer_input, memory):
+    """The memory for the next segment: [B, M', D], no gradient."""
+    c = self.config
+    current = layer_input[:, :c.reuse_len] if c.reuse_len > 0 else layer_input
+    if memory is not None:
+      current = tf.concat([memory, current], axis=1)
+    return tf.stop_gradient(current[:, -c.mem_len:])
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(config=self.config.to_dict())
+    return config
+
+
+def _check_even_batch(input_ids):
+  """bi_data splits the batch into forward and backward halves: the batch must be even."""
+  static = input_ids.shape[0]
+  if static is not None:
+    if static % 2:
+      raise ValueError(f"bi_data needs an even batch size (forward and backward halves), "
+                       f"got {static}")
+  else:
+    tf.debugging.assert_equal(tf.shape(input_ids)[0] % 2, 0,
+                              message="bi_data needs an even batch size")

@@ -1,0 +1,110 @@
+"""Our saved-model directory: `xlnet_config.json` + TF2 checkpoint `model.ckpt`.
+
+Layout (written by `save_pretrained`, by `python -m xlnet_tf.convert`, and by pretraining):
+  xlnet_config.json   the architecture keys of the released file plus the run options
+  model.ckpt.index / model.ckpt.data-*   tf.train.Checkpoint(model=XLNetPretrainer)
+  spiece.model        the SentencePiece model, when known
+
+Example:
+  >>> model = load_pretrained("converted/xlnet_base", mem_len=384, reuse_len=256)
+"""
+
+import collections
+import os
+import shutil
+from typing import Dict
+
+import tensorflow as tf
+
+from xlnet_tf import released_names
+from xlnet_tf.configs import RUN_OPTION_KEYS
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.models.xlnet_pretrainer import XLNetPretrainer
+from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
+
+CONFIG_FILE = "xlnet_config.json"
+CHECKPOINT_PREFIX = "model.ckpt"
+SPIECE_FILE = "spiece.model"
+
+
+def save_pretrained(model: XLNetPretrainer, directory: str, spiece_model: str = None) -> None:
+  """Writes config, weights (and a copy of `spiece_model`) into `directory`."""
+  os.makedirs(directory, exist_ok=True)
+  model.config.to_json_file(os.path.join(directory, CONFIG_FILE))
+  tf.train.Checkpoint(model=model).write(os.path.join(directory, CHECKPOINT_PREFIX))
+  if spiece_model:
+    shutil.copyfile(spiece_model, os.path.join(directory, SPIECE_FILE))
+
+
+def load_pretrained(directory: str, **run_options) -> XLNetPretrainer:
+  """The pretraining model (encoder + tied LM head) with the weights in `directory`.
+
+  Args:
+    directory: written by `save_pretrained` or `python -m xlnet_tf.convert`.
+    **run_options: overrides of mem_len, reuse_len, bi_data, clamp_len, same_length,
+      attn_type, dropout, dropatt.
+  Raises:
+    ValueError: an override that is not a run option; a checkpoint that does not match the
+      config (naming the variable).
+    FileNotFoundError: naming the missing file.
+  """
+  unknown = sorted(set(run_options) - set(RUN_OPTION_KEYS))
+  if unknown:
+    raise ValueError(f"load_pretrained: {unknown} cannot be overridden; the run options are "
+                     f"{list(RUN_OPTION_KEYS)} (the architecture comes from {CONFIG_FILE})")
+  config = XLNetConfig.from_json_file(os.path.join(directory, CONFIG_FILE))
+  config = config.replace(**run_options)
+  model = build_pretrainer(config)
+  restore_weights(model, os.path.join(directory, CHECKPOINT_PREFIX))
+  return model
+
+
+def restore_weights(model: XLNetPretrainer, prefix: str) -> None:
+  """Restores every weight of `model` from the checkpoint `prefix`, or raises.
+
+  The checkpoint is checked against the model first, so a mismatch is reported by the
+  variable's released name (e.g. model/transformer/layer_0/ff/layer_1/kernel) and nothing
+  is half-restored.
+  """
+  if not os.path.exists(prefix + ".index"):
+    raise FileNotFoundError(f"checkpoint not found: {prefix}.index")
+  root = tf.train.Checkpoint(model=model)
+  stored = dict(tf.train.list_variables(prefix))
+  expected = checkpoint_keys(root)
+  labels = {id(v): name for name, v in released_names.released_variables(model).items()}
+  for key, variable in expected.items():
+    label = labels.get(id(variable), key)
+    if key not in stored:
+      raise ValueError(f"{prefix}: no value for {label}")
+    if list(stored[key]) != variable.shape.as_list():
+      raise ValueError(f"{prefix}: {label} has shape {list(stored[key])} in the checkpoint, "
+                       f"the model built from {CONFIG_FILE} needs {variable.shape.as_list()}")
+  unexpected = sorted(key for key in stored
+                      if key not in expected and key.startswith("model/"))
+  if unexpected:
+    raise ValueError(f"{prefix}: variables the model does not have: {unexpected[:5]}")
+  root.read(prefix).assert_existing_objects_matched()
+
+
+def checkpoint_keys(root) -> Dict[str, tf.Variable]:
+  """Checkpoint key -> variable for every variable reachable from `root`.
+
+  Keys follow tf.train.Checkpoint's naming: the breadth-first path of attribute names
+  ('/' escaped as '.S', '.' as '..') + '/.ATTRIBUTES/VARIABLE_VALUE'.
+  """
+  view = tf.train.TrackableView(root)
+  keys, seen = {}, {id(root)}
+  queue = collections.deque([(root, "")])
+  while queue:
+    node, path = queue.popleft()
+    for name, child in view.children(node).items():
+      if id(child) in seen:
+        continue
+      seen.add(id(child))
+      escaped = name.replace(".", "..").replace("/", ".S")
+      child_path = f"{path}/{escaped}" if path else escaped
+      if isinstance(child, tf.Variable):
+        keys[f"{child_path}/.ATTRIBUTES/VARIABLE_VALUE"] = child
+      else:
+        queue.append((child, child_path))
+  return keys
