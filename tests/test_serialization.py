@@ -83,6 +83,16 @@ def test_pretrainer_config_round_trip():
   np.testing.assert_array_equal(clone(feed)["logits"].numpy(), model(feed)["logits"].numpy())
 
 
+def test_pretrainer_around_a_built_encoder_keeps_its_weights():
+  encoder = XLNetEncoder(small_config())
+  encoder.build(None)
+  before = [w.ref() for w in encoder.weights]
+  model = XLNetPretrainer(encoder)
+  model.build()
+  assert [w.ref() for w in model.encoder.weights] == before
+  assert len(model.weights) == len(before) + 1          # + the LM bias
+
+
 def test_checkpoint_save_and_restore(tmp_path):
   model = build_pretrainer(small_config(mem_len=4))
   path = tf.train.Checkpoint(model=model).save(str(tmp_path / "ckpt"))

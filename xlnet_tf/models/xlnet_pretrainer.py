@@ -35,9 +35,10 @@ class XLNetPretrainer(tf_keras.Model):
     return self.encoder.config
 
   def build(self, input_shape=None):
-    """Creates every weight without running the model."""
-    self.encoder.build(None)
-    self.lm_head.build(None)
+    """Creates every weight without running the model (an encoder built before is kept)."""
+    for layer in (self.encoder, self.lm_head):
+      if not layer.built:
+        layer.build(None)
     self.built = True
 
   def call(self, inputs: Mapping[str, Any], training=None) -> Dict[str, Any]:
