@@ -5,12 +5,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-requirements
 PYTEST_ARGS ?=
 
-.PHONY: help venv test test-fast bench clean
+.PHONY: help venv test test-fast bench bench-data clean
 
 help:
 	@echo "make test       create $(VENV) if missing, install requirements*.txt, run all tests"
 	@echo "make test-fast  the suite without tests marked slow"
 	@echo "make bench      forward/training-step tokens/s, base size, seq 512 (vs HuggingFace)"
+	@echo "make bench-data create_pretraining_data tokens/s (1 and 2 workers), reader examples/s"
 	@echo "make clean      remove $(VENV) and caches"
 
 venv: $(STAMP)
@@ -28,6 +29,9 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m experiments.benchmark_model
+
+bench-data: $(STAMP)
+	$(BIN)/python -m experiments.benchmark_data
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,8 +1,15 @@
 """Helpers shared by the tests (small configs, the parity criterion, input builders)."""
 
-import numpy as np
+import functools
+import os
 
+import numpy as np
+import tensorflow as tf
+
+from data_prep import pipeline
+from data_prep.pretraining_rows import RowSettings
 from xlnet_tf import synthetic
+from xlnet_tf.data import pretrain_records
 from xlnet_tf.configs import XLNetConfig
 
 
@@ -29,3 +36,26 @@ def pretraining_inputs(rng, batch, seqlen, num_predict, num_targets, vocab=50,
                                                vocab, segments, padding)
   del inputs["target"], inputs["target_mask"]
   return inputs
+
+
+# The bundled corpus: Moby-Dick, one chapter per file, one paragraph per line.
+CORPUS_GLOB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "data_prep", "sample_data", "moby_dick", "*.txt")
+
+# Pretraining records of the tests: small rows, bi_data over 2 cores, 2 passes, and a
+# chunk size that cuts the first 24 chapters (173 kB) into 2 chunks (so 4 shards).
+PRETRAIN_SETTINGS = pipeline.DataSettings(
+    rows=RowSettings(seq_len=64, reuse_len=32, num_predict=11, bsz_per_host=8,
+                     num_core_per_host=2, bi_data=True, perm_size=16),
+    input_format="document_per_file", num_passes=2, seed=5, chunk_bytes=90_000)
+
+
+@functools.lru_cache(maxsize=16)
+def read_records(path):
+  """Every record of a shard as a dict of numpy arrays, in file order (cached: read-only)."""
+  spec = pretrain_records.feature_spec(PRETRAIN_SETTINGS.rows.seq_len,
+                                       PRETRAIN_SETTINGS.rows.num_predict)
+  parsed = next(iter(tf.data.TFRecordDataset(path).batch(1 << 20).map(
+      lambda r: tf.io.parse_example(r, spec))))
+  parsed = {k: v.numpy() for k, v in parsed.items()}
+  return tuple({k: v[i] for k, v in parsed.items()} for i in range(len(parsed["input_ids"])))

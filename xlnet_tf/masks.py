@@ -132,3 +132,28 @@ def perm_mask_from_ranks(ranks, is_target) -> tf.Tensor:
   own_rank = tf.where(is_target, ranks, ranks + 1)
   ranked = ranks >= 0
   return ranked[..., None, :] & (own_rank[..., :, None] <= ranks[..., None, :])
+
+
+def pretraining_perm_mask(perm_rank, is_target, is_functional, reuse_len) -> tf.Tensor:
+  """The permutation mask of a pretraining row from its compact record: bool [..., T, T].
+
+  The row's two halves (reuse part [0, reuse_len) and new part [reuse_len, T)) have their
+  own factorization orders (`perm_rank`, ranks within the half). Within a half this is
+  `perm_mask_from_ranks`, where only targets and functional tokens (<sep>, <cls>) are
+  ranked and every other token is pure context. Across halves, the reuse half sees
+  nothing of the new half and the new half sees all of the reuse half (its order comes
+  first).
+
+  Args:
+    perm_rank: int [..., T]; is_target, is_functional: bool [..., T].
+    reuse_len: length of the reuse half (python int or scalar tensor).
+  """
+  perm_rank = tf.convert_to_tensor(perm_rank)
+  is_target = tf.convert_to_tensor(is_target, tf.bool)
+  ranked = is_target | tf.convert_to_tensor(is_functional, tf.bool)
+  within = perm_mask_from_ranks(tf.where(ranked, perm_rank, -tf.ones_like(perm_rank)),
+                                is_target)
+  is_new = tf.range(tf.shape(perm_rank)[-1]) >= reuse_len            # [T]
+  same_half = tf.equal(is_new[:, None], is_new[None, :])               # [T, T]
+  reuse_row_new_column = tf.logical_and(~is_new[:, None], is_new[None, :])
+  return (within & same_half) | reuse_row_new_column

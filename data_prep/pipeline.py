@@ -1,0 +1,283 @@
+"""Corpus -> sharded pretraining TFRecords + manifest: jobs, workers, restart, progress.
+
+One job = one chunk of the input (see `corpus`): tokenized once, then one shard per pass
+(`pretrain-c{chunk}-p{pass}.tfrecord`), each with its own random generator seeded by
+(seed, chunk, pass). A shard is written under a temporary name and renamed when complete,
+then a `.stats.json` beside it records its counts and a fingerprint of the settings; a
+rerun skips every shard that has both, so a crashed run finishes with exactly the output
+of an uninterrupted one. The manifest is written last.
+"""
+
+import dataclasses
+import hashlib
+import json
+import multiprocessing
+import os
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from data_prep import corpus
+from data_prep.pretraining_rows import RowSettings
+from data_prep.pretraining_rows import build_rows
+from xlnet_tf.data import pretrain_records
+from xlnet_tf.data import tokenization
+
+
+@dataclasses.dataclass(frozen=True)
+class DataSettings:
+  """Everything that determines the records (all of it goes into the manifest)."""
+  rows: RowSettings
+  input_format: str = "sentence_per_line"
+  uncased: bool = False
+  keep_accents: bool = False
+  use_eod: bool = True
+  num_passes: int = 1
+  seed: int = 42
+  chunk_bytes: int = 64 << 20
+  max_line_chars: int = 100_000
+
+  def validate(self) -> None:
+    self.rows.validate()
+    if self.input_format not in corpus.INPUT_FORMATS:
+      raise ValueError(f"--input_format must be one of {corpus.INPUT_FORMATS}, got "
+                       f"{self.input_format!r}")
+    if self.num_passes < 1:
+      raise ValueError(f"--num_passes must be >= 1, got {self.num_passes}")
+    if self.chunk_bytes < 1 or self.max_line_chars < 1:
+      raise ValueError("--chunk_bytes and --max_line_chars must be positive")
+
+  def to_dict(self) -> Dict[str, Any]:
+    values = dataclasses.asdict(self)
+    values.update(values.pop("rows"))
+    return values
+
+
+def shard_name(chunk_index: int, pass_index: int) -> str:
+  return f"pretrain-c{chunk_index:05d}-p{pass_index:02d}.tfrecord"
+
+
+def create(settings: DataSettings, input_patterns: Sequence[str], spiece_model: str,
+           output_dir: str, num_workers: int = 1, task_index: int = 0, num_tasks: int = 1,
+           log_every_secs: float = 10.0) -> Dict[str, Any]:
+  """Writes this task's shards and manifest into `output_dir`; returns the manifest.
+
+  Everything that can be checked is checked before any work: the settings, the task
+  split, the input files, the SentencePiece model (its XLNet symbols).
+  """
+  settings.validate()
+  if not 0 <= task_index < num_tasks:
+    raise ValueError(f"--task_index ({task_index}) must be in 0..--num_tasks - 1 "
+                     f"({num_tasks - 1})")
+  if num_workers < 1:
+    raise ValueError(f"--num_workers must be >= 1, got {num_workers}")
+  tokenization.load_spiece(spiece_model)                    # fails on a wrong vocabulary
+  spiece_sha = tokenization.spiece_sha256(spiece_model)
+  files = corpus.find_input_files(input_patterns)
+  total_bytes = sum(tf.io.gfile.stat(f).length for f in files)
+  if total_bytes == 0:
+    raise ValueError(f"--input_glob: the {len(files)} matching file(s) are all empty")
+  chunks = corpus.plan_chunks(files, settings.input_format, settings.chunk_bytes)
+  mine = [c for c in chunks if c.index % num_tasks == task_index]
+  if not mine:
+    raise ValueError(f"--task_index {task_index} of --num_tasks {num_tasks} gets no input: "
+                     f"the input makes only {len(chunks)} chunk(s) of --chunk_bytes "
+                     f"{settings.chunk_bytes}")
+
+  tf.io.gfile.makedirs(output_dir)
+  for chunk in mine:                        # leftovers of a crashed run are never complete
+    for stale in tf.io.gfile.glob(os.path.join(output_dir, f"pretrain-c{chunk.index:05d}-*"
+                                               f".partial*")):
+      tf.io.gfile.remove(stale)
+  fingerprint = _fingerprint(settings, spiece_sha)
+  todo, done = [], {}
+  for chunk in mine:
+    finished = [_finished_stats(output_dir, chunk, p, fingerprint)
+                for p in range(settings.num_passes)]
+    if all(finished):
+      done[chunk.index] = finished
+    else:
+      todo.append(chunk)
+  logging.info("%d input files (%.1f MB) -> %d chunks, %d for task %d/%d; %d already done",
+               len(files), total_bytes / 1e6, len(chunks), len(mine), task_index, num_tasks,
+               len(done))
+
+  job = _Job(settings, spiece_model, output_dir, fingerprint)
+  progress = _Progress(sum(c.num_bytes for c in todo), log_every_secs)
+  for chunk_index, shard_stats in _run(job, todo, num_workers):
+    done[chunk_index] = shard_stats
+    progress.update(shard_stats[0])
+  progress.finish()
+
+  manifest = _manifest(settings, spiece_model, spiece_sha, input_patterns, files, mine,
+                       done, task_index, num_tasks)
+  if manifest["counts"]["examples"] == 0:
+    counts = manifest["counts"]
+    raise ValueError(
+        f"--input_glob: the corpus gave no complete row ({counts['documents']} documents, "
+        f"{counts['tokens']} tokens). Each chunk's tokens are cut into --bsz_per_host "
+        f"({settings.rows.bsz_per_host}) streams (halved with --bi_data) and a row needs "
+        f"--seq_len ({settings.rows.seq_len}) + 1 tokens of its stream: use more text, a "
+        f"smaller --bsz_per_host or --seq_len, or a larger --chunk_bytes")
+  pretrain_records.write_json_atomic(
+      os.path.join(output_dir, pretrain_records.manifest_name(task_index, num_tasks)),
+      manifest)
+  return manifest
+
+
+# ---- one job -----------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Job:
+  settings: DataSettings
+  spiece_model: str
+  output_dir: str
+  fingerprint: str
+
+  def __call__(self, chunk: corpus.Chunk) -> List[Dict[str, Any]]:
+    """Tokenizes the chunk and writes its shards (one per pass); returns their stats."""
+    s = self.settings
+    sp = _spiece(self.spiece_model)
+    tokens, sent_ids, counts = corpus.tokenize_chunk(
+        chunk, sp, input_format=s.input_format, lower=s.uncased,
+        keep_accents=s.keep_accents, use_eod=s.use_eod, max_line_chars=s.max_line_chars)
+    counts["bytes"] = chunk.num_bytes
+    is_start = tokenization.start_piece_table(sp)
+    stats = []
+    for pass_index in range(s.num_passes):
+      existing = _finished_stats(self.output_dir, chunk, pass_index, self.fingerprint)
+      if existing:
+        stats.append(existing)
+        continue
+      rng = np.random.default_rng([s.seed, chunk.index, pass_index])
+      stats.append(self._write_shard(chunk, pass_index, build_rows(
+          tokens, sent_ids, is_start, s.rows, rng), counts))
+    return stats
+
+  def _write_shard(self, chunk, pass_index, steps, counts) -> Dict[str, Any]:
+    name = shard_name(chunk.index, pass_index)
+    path = os.path.join(self.output_dir, name)
+    partial = f"{path}.partial-{os.getpid()}"
+    num_steps = num_targets = num_random_b = 0
+    with tf.io.TFRecordWriter(partial) as writer:
+      for rows in steps:
+        for row in rows:
+          writer.write(pretrain_records.serialize_row(row))
+          num_targets += int(np.sum(row["target_positions"] >= 0))
+          num_random_b += row["b_is_random"]
+        num_steps += 1
+    tf.io.gfile.rename(partial, path, overwrite=True)
+    examples = num_steps * self.settings.rows.bsz_per_host
+    stats = {"file": name, "chunk": chunk.index, "pass": pass_index,
+             "fingerprint": self.fingerprint, "input": chunk.describe(),
+             "steps": num_steps, "examples": examples, "targets": num_targets,
+             "b_is_random": num_random_b, **counts}
+    pretrain_records.write_json_atomic(path + ".stats.json", stats)
+    return stats
+
+
+_SPIECE_CACHE: Dict[str, Any] = {}
+
+
+def _spiece(path):
+  """One SentencePiece processor per process."""
+  if path not in _SPIECE_CACHE:
+    _SPIECE_CACHE[path] = tokenization.load_spiece(path)
+  return _SPIECE_CACHE[path]
+
+
+def _finished_stats(output_dir, chunk, pass_index, fingerprint) -> Optional[Dict[str, Any]]:
+  """The stats of a complete shard, None if it must be (re)made; raises on foreign shards."""
+  path = os.path.join(output_dir, shard_name(chunk.index, pass_index))
+  if not (tf.io.gfile.exists(path) and tf.io.gfile.exists(path + ".stats.json")):
+    return None
+  with tf.io.gfile.GFile(path + ".stats.json") as f:
+    stats = json.loads(f.read())
+  if stats.get("fingerprint") != fingerprint or stats.get("input") != chunk.describe():
+    raise ValueError(
+        f"{path} was made with other settings, SentencePiece model or input files; use a "
+        f"new --output_dir (or delete the old records) instead of mixing two runs")
+  return stats
+
+
+def _fingerprint(settings: DataSettings, spiece_sha: str) -> str:
+  text = json.dumps({"settings": settings.to_dict(), "spiece": spiece_sha}, sort_keys=True)
+  return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _run(job: _Job, chunks: List[corpus.Chunk], num_workers: int):
+  """Yields (chunk index, shard stats) as jobs finish, in-process or in a process pool."""
+  if num_workers == 1 or len(chunks) <= 1:
+    for chunk in chunks:
+      yield chunk.index, job(chunk)
+    return
+  # Workers are forked from a clean server process that imported TensorFlow once (about
+  # 4 s), not from this one (TensorFlow's runtime does not survive fork reliably).
+  context = multiprocessing.get_context("forkserver")
+  context.set_forkserver_preload([__name__])
+  with context.Pool(min(num_workers, len(chunks))) as pool:
+    for chunk, stats in zip(chunks, pool.imap(job, chunks)):
+      yield chunk.index, stats
+
+
+class _Progress:
+  """Logs documents/s, tokens/s and an ETA (by input bytes) while the jobs run."""
+
+  def __init__(self, total_bytes: int, every_secs: float):
+    self.total_bytes, self.every_secs = total_bytes, every_secs
+    self.start = self.last = time.time()
+    self.bytes = self.documents = self.tokens = 0
+
+  def update(self, stats: Dict[str, Any]) -> None:
+    self.bytes += stats["bytes"]
+    self.documents += stats["documents"]
+    self.tokens += stats["tokens"]
+    now = time.time()
+    if now - self.last >= self.every_secs:
+      self.last = now
+      elapsed = now - self.start
+      eta = elapsed * (self.total_bytes - self.bytes) / max(self.bytes, 1)
+      logging.info("%5.1f%% of the input: %.0f documents/s, %.0f tokens/s, ETA %.0f s",
+                   100 * self.bytes / max(self.total_bytes, 1), self.documents / elapsed,
+                   self.tokens / elapsed, eta)
+
+  def finish(self) -> None:
+    elapsed = max(time.time() - self.start, 1e-9)
+    logging.info("processed %d documents, %d tokens in %.1f s (%.0f tokens/s)",
+                 self.documents, self.tokens, elapsed, self.tokens / elapsed)
+
+
+def _manifest(settings, spiece_model, spiece_sha, input_patterns, files, chunks, done,
+              task_index, num_tasks) -> Dict[str, Any]:
+  shards = []
+  counts = {"documents": 0, "tokens": 0, "lines": 0, "bytes": 0, "undecodable_lines": 0,
+            "overlong_lines": 0, "examples": 0, "steps": 0, "targets": 0, "shards": 0}
+  for chunk in chunks:
+    stats = done[chunk.index]
+    for key in ("documents", "tokens", "lines", "bytes", "undecodable_lines",
+                "overlong_lines"):
+      counts[key] += stats[0][key]                           # once per chunk, not per pass
+    for shard in stats:
+      counts["examples"] += shard["examples"]
+      counts["steps"] += shard["steps"]
+      counts["targets"] += shard["targets"]
+      counts["shards"] += 1
+      shards.append({k: shard[k] for k in ("file", "chunk", "pass", "steps", "examples",
+                                           "targets", "b_is_random")})
+  if counts["undecodable_lines"] or counts["overlong_lines"]:
+    logging.warning("%d lines had undecodable bytes (replaced by U+FFFD), %d lines were "
+                    "longer than --max_line_chars=%d (cut)", counts["undecodable_lines"],
+                    counts["overlong_lines"], settings.max_line_chars)
+  return {
+      "format": pretrain_records.FORMAT,
+      "settings": settings.to_dict(),
+      "spiece": {"path": os.path.abspath(spiece_model), "sha256": spiece_sha,
+                 "vocab_size": _spiece(spiece_model).get_piece_size()},
+      "input": {"patterns": list(input_patterns), "files": len(files)},
+      "task_index": task_index, "num_tasks": num_tasks,
+      "shards": sorted(shards, key=lambda s: (s["pass"], s["chunk"])),
+      "counts": counts,
+  }

@@ -1,0 +1,221 @@
+"""Samplers of the pretraining data, as pure numpy functions of their inputs and an RNG.
+
+Everything random in `create_pretraining_data` goes through these functions with one
+`np.random.Generator` per shard, so a shard is a deterministic function of (seed, chunk,
+pass) and the tests can call each sampler directly.
+
+Terms: a *stream* is a contiguous slice of the tokenized corpus; `sent_ids` [N] bool flips
+at every sentence (line) boundary, so a boundary is a position p with
+sent_ids[p] != sent_ids[p - 1].
+"""
+
+import bisect
+from typing import List, NamedTuple, Optional, Tuple
+
+import numpy as np
+
+SPAN_UNITS = ("token", "word")
+
+
+# ---- span-based prediction targets --------------------------------------------------------
+
+class SpanSample(NamedTuple):
+  mask: np.ndarray                  # bool [L]: predicted positions
+  spans: List[Tuple[int, int]]      # [begin, end) of each sampled span, in order
+  extra: np.ndarray                 # int [E]: single positions added to reach the goal
+
+
+def sample_spans(is_start: np.ndarray, goal: Optional[int], rng: np.random.Generator, *,
+                 mask_alpha: int = 6, mask_beta: int = 1, max_span: int = 5,
+                 span_unit: str = "token") -> SpanSample:
+  """Samples span targets over one segment (the paper's span-based partial prediction).
+
+  Walks the segment left to right. Each step draws a span length n in 1..max_span with
+  p(n) ∝ 1/n and a group that holds the span: the span starts at a uniformly drawn offset
+  (0..n·(K-1) with K = mask_alpha/mask_beta), moved right to the next word start, and the
+  group ends K·m tokens after its start, m being the span's length in tokens. So about
+  1/K of the tokens are predicted (a little less: the moves to word starts).
+
+  span_unit "token": the span is n tokens starting at a word start (what the released
+    models were trained with; the paper's text).
+  span_unit "word": the span is n whole words: from a word start to the (n+1)-th word
+    start (what the original code meant to do; its issue 220).
+  A span must end before the end of the segment (a word cut by the segment end is never
+  a span). With `goal`, spans stop once `goal` positions are predicted (a span is
+  shortened to fit; a word span keeps whole words), and if the spans fall short, single
+  random unpredicted positions are added until exactly `goal` are predicted.
+
+  Args:
+    is_start: bool [L], True where a token begins a word (see
+      `xlnet_tf.data.tokenization.start_piece_table`).
+    goal: the exact number of positions to predict, or None (spans only).
+  """
+  if span_unit not in SPAN_UNITS:
+    raise ValueError(f"span_unit must be one of {SPAN_UNITS}, got {span_unit!r}")
+  is_start = np.asarray(is_start, bool)
+  length = len(is_start)
+  if goal is not None and goal > length:
+    raise ValueError(f"cannot predict {goal} positions of a segment of {length}")
+  starts = np.flatnonzero(is_start).tolist()
+  cumulative = np.cumsum(1.0 / np.arange(1, max_span + 1))
+  # Every step moves the cursor by >= 1, so `length` draws of each kind always suffice;
+  # drawing them at once keeps the loop in plain Python ints (it runs for every row).
+  span_draws = np.searchsorted(cumulative / cumulative[-1], rng.random(length),
+                               side="right") + 1
+  offset_draws = rng.random(length)
+
+  mask = np.zeros(length, bool)
+  spans = []
+  num_predicted, cursor = 0, 0
+  for n, offset in zip(span_draws.tolist(), offset_draws.tolist()):
+    if cursor >= length or (goal is not None and num_predicted >= goal):
+      break
+    if goal is not None:
+      n = min(n, goal - num_predicted)
+    context = max(0, n * mask_alpha // mask_beta - n)        # the group minus the span
+    left = int(offset * (context + 1))
+    k = bisect.bisect_left(starts, cursor + left)             # first word start >= there
+    if k == len(starts):
+      break
+    begin = starts[k]
+    if span_unit == "token":
+      end = begin + n
+    else:
+      end = starts[k + n] if k + n < len(starts) else length
+      if goal is not None:
+        while end - begin > goal - num_predicted and n > 1:    # keep whole words
+          n -= 1
+          end = starts[k + n]
+        if end - begin > goal - num_predicted:
+          break
+    if end >= length:
+      break
+    mask[begin:end] = True
+    spans.append((begin, end))
+    num_predicted += end - begin
+    # The group holds K tokens per predicted token: the rest of it follows the span.
+    cursor = end + max(0, (end - begin) * mask_alpha // mask_beta - (end - begin) - left)
+
+  extra = np.zeros([0], np.int64)
+  if goal is not None and num_predicted < goal:
+    extra = np.sort(rng.choice(np.flatnonzero(~mask), goal - num_predicted, replace=False))
+    mask[extra] = True
+  return SpanSample(mask, spans, extra)
+
+
+# ---- factorization orders ------------------------------------------------------------------
+
+def local_permutation_ranks(length: int, perm_size: int, rng: np.random.Generator) -> np.ndarray:
+  """The factorization order of one half of a row: int [length], a rank per position.
+
+  The half is cut into blocks of `perm_size`; one random permutation σ of range(perm_size)
+  is shared by every block, and position b·perm_size + k gets rank b·perm_size + σ(k). The
+  blocks stay in order (perm_size == length gives one fully random order).
+  """
+  if perm_size <= 0 or length % perm_size:
+    raise ValueError(f"perm_size {perm_size} must divide the length {length}")
+  sigma = rng.permutation(perm_size)
+  position = np.arange(length)
+  return (position // perm_size) * perm_size + sigma[position % perm_size]
+
+
+# ---- streams and the A/B split --------------------------------------------------------------
+
+def sentence_boundaries(sent_ids: np.ndarray) -> np.ndarray:
+  """Positions p (sorted) where a new sentence starts: sent_ids[p] != sent_ids[p - 1]."""
+  sent_ids = np.asarray(sent_ids)
+  return np.flatnonzero(sent_ids[1:] != sent_ids[:-1]) + 1
+
+
+class ABSplit(NamedTuple):
+  a_begin: int
+  a_end: int
+  b_begin: int
+  b_end: int
+  b_is_random: bool
+
+
+def split_a_and_b(boundaries: np.ndarray, length: int, begin: int, total: int,
+                  rng: np.random.Generator) -> Optional[ABSplit]:
+  """Chooses segments A and B (stream positions) for the new part of a row.
+
+  A starts at `begin` and ends at a sentence boundary. With probability 1/2 (and always
+  when no boundary falls within `total` tokens) B is a random stretch of the same stream
+  grown to whole sentences; otherwise B is the text that follows A. The longer of A and B
+  is then cut at its right end until len(A) + len(B) == total.
+
+  Args:
+    boundaries: `sentence_boundaries` of the stream; length: the stream's length.
+    begin: where A starts; total: len(A) + len(B) wanted (>= 2).
+  Returns:
+    The split, or None when the stream has fewer than total + 1 tokens left.
+  """
+  if begin + total >= length:
+    return None
+  lo = np.searchsorted(boundaries, begin, side="right")
+  hi = np.searchsorted(boundaries, begin + total, side="left")
+  cuts = boundaries[lo:hi]                              # begin < cut < begin + total
+  end = int(boundaries[hi]) if hi < len(boundaries) else length
+
+  if len(cuts) == 0 or rng.random() < 0.5:
+    a_end = end if len(cuts) == 0 else int(rng.choice(cuts))
+    b_len = max(1, total - (a_end - begin))
+    b_begin = int(rng.integers(0, length - b_len))
+    b_end = b_begin + b_len
+    # Grow B to whole sentences (its end stays short of the stream's last token).
+    k = np.searchsorted(boundaries, b_begin, side="right")
+    b_begin = int(boundaries[k - 1]) if k > 0 else 0
+    k = np.searchsorted(boundaries, b_end, side="left")
+    b_end = min(int(boundaries[k]) if k < len(boundaries) else length, length - 1)
+    b_end = max(b_end, b_begin + 1)
+    b_is_random = True
+  else:
+    a_end = int(rng.choice(cuts))
+    b_begin, b_end = a_end, end
+    b_is_random = False
+
+  a_len, b_len = _trim(a_end - begin, b_end - b_begin, total)
+  return ABSplit(begin, begin + a_len, b_begin, b_begin + b_len, b_is_random)
+
+
+def _trim(a_len: int, b_len: int, total: int) -> Tuple[int, int]:
+  """Shortens the longer side until a_len + b_len == total (a tie shortens B first)."""
+  excess = a_len + b_len - total
+  if excess <= 0:
+    return a_len, b_len
+  gap = min(abs(a_len - b_len), excess)
+  if a_len > b_len:
+    a_len -= gap
+  else:
+    b_len -= gap
+  excess -= gap
+  return a_len - excess // 2, b_len - (excess - excess // 2)
+
+
+def make_streams(tokens: np.ndarray, sent_ids: np.ndarray, bsz_per_host: int,
+                 num_core_per_host: int, bi_data: bool):
+  """Lays the corpus out as `bsz_per_host` parallel streams, one per batch slot.
+
+  Without bi_data the corpus is cut into bsz_per_host equal contiguous streams. With
+  bi_data it is cut into bsz_per_host / 2 forward streams; each core's rows are its share of
+  the forward streams followed by the same streams reversed, so a core's batch is
+  [forward half, backward half] as the model's bi_data positional encodings expect.
+
+  Returns:
+    (streams int [S, N], stream_sent_ids bool [S, N], backward bool [S]) with S =
+    bsz_per_host; the tail of the corpus that does not fill every stream is dropped.
+  """
+  num_forward = bsz_per_host // 2 if bi_data else bsz_per_host
+  steps = len(tokens) // num_forward
+  fwd = np.asarray(tokens[:num_forward * steps]).reshape(num_forward, steps)
+  fwd_sent = np.asarray(sent_ids[:num_forward * steps]).reshape(num_forward, steps)
+  if not bi_data:
+    return fwd, fwd_sent, np.zeros(num_forward, bool)
+  per_core = num_forward // num_core_per_host
+  rows, sents, backward = [], [], []
+  for core in range(num_core_per_host):
+    part = slice(core * per_core, (core + 1) * per_core)
+    rows += [fwd[part], fwd[part, ::-1]]
+    sents += [fwd_sent[part], fwd_sent[part, ::-1]]
+    backward += [False] * per_core + [True] * per_core
+  return np.concatenate(rows), np.concatenate(sents), np.array(backward)

@@ -1,0 +1,252 @@
+"""create_pretraining_data on the bundled corpus: layout, targets, streams, restart, errors."""
+
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+
+from data_prep import pipeline
+from data_prep.pretraining_rows import RowSettings
+from helpers import CORPUS_GLOB
+from helpers import PRETRAIN_SETTINGS
+from helpers import read_records
+from xlnet_tf.data import pretrain_records
+from xlnet_tf.data import tokenization
+
+CLS, SEP = tokenization.CLS_ID, tokenization.SEP_ID
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _rows_by_shard(records_dir):
+  manifest = pretrain_records.load_manifest(records_dir)
+  return manifest, {s["file"]: read_records(s["path"]) for s in manifest["shards"]}
+
+
+def _a_length(row):
+  return int(np.flatnonzero(row["input_ids"] == SEP)[0]) - PRETRAIN_SETTINGS.rows.reuse_len
+
+
+def test_manifest_has_every_setting_count_and_the_checksum(pretraining_records, spiece_model):
+  records_dir, inputs = pretraining_records
+  manifest, shards = _rows_by_shard(records_dir)
+  assert manifest["settings"] == PRETRAIN_SETTINGS.to_dict()
+  assert manifest["settings"]["span_unit"] == "token"
+  assert manifest["spiece"]["sha256"] == tokenization.spiece_sha256(spiece_model)
+  counts = manifest["counts"]
+  assert counts["shards"] == len(shards) == 2 * len({s["chunk"] for s in manifest["shards"]})
+  assert counts["examples"] == sum(len(rows) for rows in shards.values())
+  assert counts["documents"] == len(inputs)                 # one document per file
+  assert counts["undecodable_lines"] == counts["overlong_lines"] == 0
+  for shard in manifest["shards"]:
+    assert shard["examples"] == len(shards[shard["file"]])
+    assert shard["examples"] == shard["steps"] * PRETRAIN_SETTINGS.rows.bsz_per_host
+
+
+def test_rows_have_the_released_layout(pretraining_records):
+  s = PRETRAIN_SETTINGS.rows
+  _, shards = _rows_by_shard(pretraining_records[0])
+  for rows in shards.values():
+    for row in rows:
+      ids, seg = row["input_ids"], row["segment_ids"]
+      assert len(ids) == s.seq_len and ids[-1] == CLS
+      seps = np.flatnonzero(ids == SEP)
+      assert len(seps) == 2 and seps[1] == s.seq_len - 2 and seps[0] > s.reuse_len
+      assert not np.isin(ids[:-1], [CLS]).any()
+      expected = np.zeros(s.seq_len, int)
+      expected[seps[0] + 1:] = 1
+      expected[-1] = 2
+      np.testing.assert_array_equal(seg, expected)    # reuse + A + <sep> | B + <sep> | <cls>
+
+
+def test_exactly_num_predict_targets_never_on_sep_or_cls(pretraining_records):
+  s = PRETRAIN_SETTINGS.rows
+  reuse_goal, _ = s.predict_per_half
+  _, shards = _rows_by_shard(pretraining_records[0])
+  for rows in shards.values():
+    for row in rows:
+      positions = row["target_positions"]
+      real = positions[positions >= 0]
+      assert np.all(positions[len(real):] == -1)              # padding at the end
+      assert np.all(np.diff(real) > 0)
+      assert not np.isin(row["input_ids"][real], [SEP, CLS]).any()
+      assert np.sum(real < s.reuse_len) == reuse_goal         # no <sep>/<cls> there
+      assert s.num_predict - 3 <= len(real) <= s.num_predict  # at most 2 <sep> + <cls> lost
+
+
+def test_each_stream_continues_from_step_to_step(pretraining_records):
+  s = PRETRAIN_SETTINGS.rows
+  _, shards = _rows_by_shard(pretraining_records[0])
+  for rows in shards.values():
+    steps = len(rows) // s.bsz_per_host
+    for index, row in enumerate(rows):                          # step-major, slot order
+      assert (row["stream_step"], row["stream_index"]) == divmod(index, s.bsz_per_host)
+    for slot in range(s.bsz_per_host):
+      stream = rows[slot::s.bsz_per_host]
+      for now, after in zip(stream[:-1], stream[1:]):
+        # The next reuse part starts with this row's segment A (the text after this reuse).
+        shared = min(_a_length(now), s.reuse_len)
+        np.testing.assert_array_equal(after["input_ids"][:shared],
+                                      now["input_ids"][s.reuse_len:s.reuse_len + shared])
+      assert len(stream) == steps
+
+
+def test_bi_data_rows_are_the_forward_streams_reversed(pretraining_records):
+  s = PRETRAIN_SETTINGS.rows
+  per_core = s.bsz_per_host // s.num_core_per_host
+  _, shards = _rows_by_shard(pretraining_records[0])
+  for rows in shards.values():
+    text = {slot: np.concatenate([r["input_ids"][:s.reuse_len]
+                                  for r in rows[slot::s.bsz_per_host]])
+            for slot in range(s.bsz_per_host)}
+    for core in range(s.num_core_per_host):
+      for j in range(per_core // 2):
+        forward = text[core * per_core + j]                      # stream[0 : n*R]
+        backward = text[core * per_core + per_core // 2 + j][::-1]   # stream[N - n*R : N]
+        offsets = [d for d in range(len(forward) - s.reuse_len)
+                   if np.array_equal(forward[d:], backward[:len(forward) - d])]
+        assert offsets, f"backward slot of core {core} is not forward stream {j} reversed"
+
+
+def test_each_pass_resamples_targets_and_orders_of_the_same_text(pretraining_records):
+  _, shards = _rows_by_shard(pretraining_records[0])
+  first, second = (shards[pipeline.shard_name(0, p)] for p in (0, 1))
+  reuse = PRETRAIN_SETTINGS.rows.reuse_len
+  same_text = np.mean([np.array_equal(a["input_ids"][:reuse], b["input_ids"][:reuse])
+                       for a, b in zip(first, second)])
+  same_targets = np.mean([np.array_equal(a["target_positions"], b["target_positions"])
+                          for a, b in zip(first, second)])
+  same_order = np.mean([np.array_equal(a["perm_rank"], b["perm_rank"])
+                        for a, b in zip(first, second)])
+  assert same_text == 1.0 and same_targets < 0.05 and same_order < 0.05
+
+
+def _bytes_of(directory):
+  return {name: open(os.path.join(directory, name), "rb").read()
+          for name in sorted(os.listdir(directory)) if name.endswith(".tfrecord")}
+
+
+def test_same_seed_gives_identical_shards(pretraining_records, spiece_model, tmp_path):
+  records_dir, inputs = pretraining_records
+  pipeline.create(PRETRAIN_SETTINGS, inputs, spiece_model, str(tmp_path / "again"))
+  assert _bytes_of(records_dir) == _bytes_of(tmp_path / "again")
+  other = pipeline.DataSettings(**{**PRETRAIN_SETTINGS.__dict__, "seed": 7})
+  pipeline.create(other, inputs[:6], spiece_model, str(tmp_path / "seed7"))
+  assert _bytes_of(tmp_path / "seed7") != _bytes_of(records_dir)
+
+
+def test_rerun_skips_finished_shards_and_redoes_the_rest(pretraining_records, spiece_model,
+                                                         tmp_path):
+  records_dir, inputs = pretraining_records
+  out = tmp_path / "records"
+  shutil.copytree(records_dir, out)
+  first = sorted(p for p in os.listdir(out) if p.endswith(".tfrecord"))
+  os.remove(out / first[-1])                                  # lost with a crash
+  (out / (first[0] + ".partial-999")).write_bytes(b"half a shard")
+  os.remove(out / "manifest.json")
+  kept = {name: os.stat(out / name).st_mtime_ns for name in first[:-1]}
+  pipeline.create(PRETRAIN_SETTINGS, inputs, spiece_model, str(out))
+  assert {name: os.stat(out / name).st_mtime_ns for name in first[:-1]} == kept
+  assert _bytes_of(out) == _bytes_of(records_dir)
+  assert not glob.glob(str(out / "*.partial*"))
+  other = pipeline.DataSettings(**{**PRETRAIN_SETTINGS.__dict__, "seed": 8})
+  with pytest.raises(ValueError, match="made with other settings"):
+    pipeline.create(other, inputs, spiece_model, str(out))
+
+
+@pytest.mark.slow
+def test_killed_run_then_rerun_equals_an_uninterrupted_run(pretraining_records, spiece_model,
+                                                           tmp_path):
+  """Kills the command line mid-run (after its first shard), then reruns it; also with
+  two worker processes, which must give the same bytes."""
+  records_dir, inputs = pretraining_records
+  out = tmp_path / "records"
+  s = PRETRAIN_SETTINGS.rows
+  command = [sys.executable, "-m", "data_prep.create_pretraining_data",
+             f"--input_glob={','.join(inputs)}", f"--spiece_model={spiece_model}",
+             f"--output_dir={out}", "--input_format=document_per_file",
+             f"--seq_len={s.seq_len}", f"--reuse_len={s.reuse_len}",
+             f"--bsz_per_host={s.bsz_per_host}", f"--num_core_per_host={s.num_core_per_host}",
+             f"--num_predict={s.num_predict}", f"--perm_size={s.perm_size}",
+             f"--num_passes={PRETRAIN_SETTINGS.num_passes}",
+             f"--chunk_bytes={PRETRAIN_SETTINGS.chunk_bytes}",
+             f"--seed={PRETRAIN_SETTINGS.seed}"]
+  process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+  deadline = time.time() + 120
+  while not glob.glob(str(out / "*.stats.json")) and time.time() < deadline:
+    assert process.poll() is None, "the run ended before it could be killed"
+    time.sleep(0.05)
+  process.send_signal(signal.SIGKILL)
+  process.wait()
+  assert not (out / "manifest.json").exists()          # an incomplete run never looks done
+  assert len(_bytes_of(out)) < len(_bytes_of(records_dir))
+  subprocess.run(command + ["--num_workers=2"], cwd=ROOT, check=True,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  assert _bytes_of(out) == _bytes_of(records_dir)
+  manifest = json.loads((out / "manifest.json").read_text())
+  assert manifest["counts"] == pretrain_records.load_manifest(records_dir)["counts"]
+
+
+# ---- errors before any work ------------------------------------------------------------------
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(reuse_len=80), r"--reuse_len \(80\) must be >= 0 and less than --seq_len \(64\)"),
+    (dict(perm_size=12), r"--perm_size \(12\) must divide --reuse_len \(32\)"),
+    (dict(bsz_per_host=6, num_core_per_host=2),
+     r"--bi_data needs --bsz_per_host \(6\) divisible by 2 x --num_core_per_host \(4\)"),
+    (dict(bsz_per_host=9, num_core_per_host=2, bi_data=False),
+     r"--bsz_per_host \(9\) must be divisible by --num_core_per_host \(2\)"),
+    (dict(num_predict=70), r"--num_predict \(70\) must be in 1..seq_len - 3"),
+])
+def test_inconsistent_flags_fail_before_any_work(changes, message, spiece_model, tmp_path):
+  rows = RowSettings(**{**PRETRAIN_SETTINGS.rows.__dict__, **changes})
+  settings = pipeline.DataSettings(**{**PRETRAIN_SETTINGS.__dict__, "rows": rows})
+  with pytest.raises(ValueError, match=message):
+    pipeline.create(settings, [CORPUS_GLOB], spiece_model, str(tmp_path / "out"))
+  assert not (tmp_path / "out").exists()
+
+
+def test_bad_inputs_fail_with_the_flag_and_the_file(spiece_model, tmp_path):
+  out = str(tmp_path / "out")
+  with pytest.raises(FileNotFoundError, match=r"--input_glob: no file matches '.*nothing\*'"):
+    pipeline.create(PRETRAIN_SETTINGS, [str(tmp_path / "nothing*")], spiece_model, out)
+  (tmp_path / "empty.txt").write_text("")
+  with pytest.raises(ValueError, match="are all empty"):
+    pipeline.create(PRETRAIN_SETTINGS, [str(tmp_path / "empty.txt")], spiece_model, out)
+  (tmp_path / "blank.txt").write_text("\n   \n\t\n")
+  with pytest.raises(ValueError, match="gave no complete row"):
+    pipeline.create(PRETRAIN_SETTINGS, [str(tmp_path / "blank.txt")], spiece_model, out)
+  assert not os.path.exists(os.path.join(out, "manifest.json"))
+
+  plain = tmp_path / "plain"
+  spm.SentencePieceTrainer.train(sentence_iterator=iter(["the whale and the sea"] * 50),
+                                 model_prefix=str(plain), vocab_size=20,
+                                 hard_vocab_limit=False)
+  with pytest.raises(ValueError, match=r"plain.model.*<cls> is missing"):
+    pipeline.create(PRETRAIN_SETTINGS, [CORPUS_GLOB], str(plain) + ".model", out)
+
+
+def test_undecodable_bytes_and_overlong_lines_are_counted_not_fatal(spiece_model, tmp_path):
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  for path in sorted(glob.glob(CORPUS_GLOB))[:6]:
+    shutil.copy(path, corpus)
+  with open(corpus / "chapter_1.txt", "ab") as f:
+    f.write(b"\nbroken \xff\xfe bytes in a line\n\n" + b"long " * 400 + b"\n")
+  settings = pipeline.DataSettings(**{**PRETRAIN_SETTINGS.__dict__, "max_line_chars": 1000})
+  manifest = pipeline.create(settings, [str(corpus / "*.txt")], spiece_model,
+                             str(tmp_path / "out"))
+  long_lines = sum(len(line) > 1000 for path in corpus.iterdir()
+                   for line in path.read_bytes().decode("utf-8", "replace").split("\n"))
+  assert long_lines >= 2                                   # ours and Melville's own
+  assert manifest["counts"]["undecodable_lines"] == 1
+  assert manifest["counts"]["overlong_lines"] == long_lines
+  assert manifest["counts"]["examples"] > 0

@@ -1,0 +1,141 @@
+"""The pretraining record format, defined once for the writer (data_prep) and the reader.
+
+A record is one row of one batch slot at one step, in compact form (O(seq_len)):
+
+  input_ids         int [T]   [reuse part] [A] <sep> [B] <sep> <cls>
+  segment_ids       int [T]   0 for reuse + A + <sep>, 1 for B + <sep>, 2 for <cls>
+  perm_rank         int [T]   the sampled factorization order: each position's rank within
+                              its half (reuse half / new half), see data_prep.sampling
+  target_positions  int [P]   predicted positions in increasing order, -1 padding
+                              (fewer than P when a span covered <sep>/<cls>)
+  b_is_random       int []    1 if B is a random span, 0 if it continues A
+  stream_index      int []    the batch slot (stream) the row belongs to
+  stream_step       int []    the row's step in its stream (0 = the stream's first row)
+
+Records are written step-major: the bsz_per_host rows of step 0, then of step 1, ...
+Consecutive steps of a stream overlap: the reuse part of step t + 1 is the reuse_len
+tokens that follow step t's reuse part (starting with step t's segment A).
+
+The manifest (`manifest.json`, one per preprocessing task) records every setting, the
+SentencePiece model's checksum, the shards and their counts.
+"""
+
+import json
+import os
+from typing import Any, Dict, List, Mapping
+
+import numpy as np
+import tensorflow as tf
+
+FORMAT = "xlnet_tf.pretraining.v1"
+MANIFEST_NAME = "manifest.json"
+SCALAR_FEATURES = ("b_is_random", "stream_index", "stream_step")
+
+# Settings every reader and trainer relies on.
+REQUIRED_SETTINGS = ("seq_len", "reuse_len", "num_predict", "bsz_per_host",
+                     "num_core_per_host", "bi_data", "perm_size")
+
+
+def feature_spec(seq_len: int, num_predict: int) -> Dict[str, tf.io.FixedLenFeature]:
+  """The parsing spec of a record."""
+  spec = {name: tf.io.FixedLenFeature([seq_len], tf.int64)
+          for name in ("input_ids", "segment_ids", "perm_rank")}
+  spec["target_positions"] = tf.io.FixedLenFeature([num_predict], tf.int64)
+  spec.update({name: tf.io.FixedLenFeature([], tf.int64) for name in SCALAR_FEATURES})
+  return spec
+
+
+def serialize_row(row: Mapping[str, Any]) -> bytes:
+  """A row (dict of the features above, numpy or ints) as a serialized tf.train.Example."""
+  def int64s(value):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=np.ravel(value).tolist()))
+  return tf.train.Example(features=tf.train.Features(
+      feature={name: int64s(value) for name, value in row.items()})).SerializeToString(
+          deterministic=True)                  # map order fixed: same bytes in every process
+
+
+# ---- manifests -------------------------------------------------------------------------------
+
+def manifest_name(task_index: int, num_tasks: int) -> str:
+  """`manifest.json` for a single task, else one file per task."""
+  if num_tasks == 1:
+    return MANIFEST_NAME
+  return f"manifest.task-{task_index:05d}-of-{num_tasks:05d}.json"
+
+
+def write_json_atomic(path: str, value: Any) -> None:
+  """Writes JSON under a temporary name, then renames it (works on gs:// too)."""
+  partial = f"{path}.partial"
+  with tf.io.gfile.GFile(partial, "w") as f:
+    f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+  tf.io.gfile.rename(partial, path, overwrite=True)
+
+
+def load_manifest(path: str) -> Dict[str, Any]:
+  """Reads the manifest(s) of a record directory and checks they describe one data set.
+
+  Args:
+    path: a record directory (holding `manifest.json`, or one manifest per task) or the
+      path of one manifest file.
+  Returns:
+    The manifest, with the shards of every task merged under "shards" (each with an
+    absolute "path") and "counts" summed.
+  Raises:
+    FileNotFoundError / ValueError: naming the path and what was expected.
+  """
+  if tf.io.gfile.isdir(path):
+    directory = path
+    files = sorted(tf.io.gfile.glob(os.path.join(path, "manifest*.json")))
+    if not files:
+      raise FileNotFoundError(
+          f"{path}: no {MANIFEST_NAME} (or manifest.task-*.json); is this a directory written "
+          f"by `python -m data_prep.create_pretraining_data`? Its manifest is written last, "
+          f"when every shard is complete")
+  elif tf.io.gfile.exists(path):
+    directory, files = os.path.dirname(path), [path]
+  else:
+    raise FileNotFoundError(f"{path}: no such record directory or manifest file")
+
+  manifests = [_read_manifest(f) for f in files]
+  first = manifests[0]
+  num_tasks = first.get("num_tasks", 1)
+  for other, name in zip(manifests[1:], files[1:]):
+    if other["settings"] != first["settings"] or other["spiece"] != first["spiece"]:
+      raise ValueError(f"{name}: settings or SentencePiece model differ from {files[0]}; "
+                       f"the manifests of one record directory must describe one run")
+  tasks = sorted(m.get("task_index", 0) for m in manifests)
+  if len(files) > 1 and tasks != list(range(num_tasks)):
+    raise ValueError(f"{directory}: manifests of tasks {tasks} found, expected all "
+                     f"{num_tasks} tasks (0..{num_tasks - 1}); a task has not finished")
+
+  merged = dict(first)
+  merged["shards"] = []
+  merged["counts"] = {}
+  for manifest in manifests:
+    for shard in manifest["shards"]:
+      merged["shards"].append({**shard, "path": os.path.join(directory, shard["file"])})
+    for key, value in manifest["counts"].items():
+      merged["counts"][key] = merged["counts"].get(key, 0) + value
+  merged["shards"].sort(key=lambda s: (s["pass"], s["chunk"]))
+  merged["directory"] = directory
+  return merged
+
+
+def _read_manifest(path: str) -> Dict[str, Any]:
+  with tf.io.gfile.GFile(path, "r") as f:
+    try:
+      manifest = json.loads(f.read())
+    except json.JSONDecodeError as e:
+      raise ValueError(f"{path}: not valid JSON ({e})") from None
+  if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+    raise ValueError(f"{path}: not a pretraining manifest (expected \"format\": "
+                     f"\"{FORMAT}\")")
+  missing = [k for k in REQUIRED_SETTINGS if k not in manifest.get("settings", {})]
+  if missing or "shards" not in manifest or "counts" not in manifest:
+    raise ValueError(f"{path}: incomplete manifest (missing settings {missing} or "
+                     f"shards/counts)")
+  return manifest
+
+
+def shard_paths(manifest: Mapping[str, Any]) -> List[str]:
+  return [shard["path"] for shard in manifest["shards"]]
