@@ -5,13 +5,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-requirements
 PYTEST_ARGS ?=
 
-.PHONY: help venv test test-fast bench bench-data clean
+.PHONY: help venv test test-fast bench bench-data bench-pretrain clean
 
 help:
 	@echo "make test       create $(VENV) if missing, install requirements*.txt, run all tests"
 	@echo "make test-fast  the suite without tests marked slow"
 	@echo "make bench      forward/training-step tokens/s, base size, seq 512 (vs HuggingFace)"
 	@echo "make bench-data create_pretraining_data tokens/s (1 and 2 workers), reader examples/s"
+	@echo "make bench-pretrain training tokens/s vs Model Garden XLNetBase (fp32, XLA)"
 	@echo "make clean      remove $(VENV) and caches"
 
 venv: $(STAMP)
@@ -32,6 +33,9 @@ bench: $(STAMP)
 
 bench-data: $(STAMP)
 	$(BIN)/python -m experiments.benchmark_data
+
+bench-pretrain: $(STAMP)
+	$(BIN)/python -m experiments.benchmark_pretrain
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

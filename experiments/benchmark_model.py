@@ -9,7 +9,6 @@ the same config in the same run when torch and transformers are installed (ratio
 """
 
 import os
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -19,6 +18,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
+from experiments.timing import median_seconds  # noqa: E402
 from xlnet_tf import XLNetConfig  # noqa: E402
 from xlnet_tf import build_pretrainer  # noqa: E402
 from xlnet_tf.synthetic import random_pretraining_inputs  # noqa: E402
@@ -39,17 +39,6 @@ _PRECISION = flags.DEFINE_enum("precision", "float32",
                                "Keras policy for our model.")
 _COMPARE_HF = flags.DEFINE_bool("compare_hf", True,
                                 "Also time HuggingFace's PyTorch XLNet (if installed).")
-
-
-def time_it(fn, steps):
-  """Median seconds per call over `steps` calls, after one warm-up call (tracing, XLA)."""
-  fn()
-  times = []
-  for _ in range(steps):
-    start = time.perf_counter()
-    fn()
-    times.append(time.perf_counter() - start)
-  return float(np.median(times))
 
 
 def benchmark_ours(config, inputs, mems_shape, steps, jit_compile):
@@ -73,8 +62,8 @@ def benchmark_ours(config, inputs, mems_shape, steps, jit_compile):
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
 
-  return (time_it(lambda: forward().numpy(), steps),
-          time_it(lambda: train_step().numpy(), steps))
+  return (median_seconds(lambda: forward().numpy(), steps),
+          median_seconds(lambda: train_step().numpy(), steps))
 
 
 def benchmark_hf(config, inputs, mems_shape, steps):
@@ -104,7 +93,7 @@ def benchmark_hf(config, inputs, mems_shape, steps):
     loss.backward()
     optimizer.step()
 
-  return time_it(forward, steps), time_it(train_step, steps)
+  return median_seconds(forward, steps), median_seconds(train_step, steps)
 
 
 def main(argv):

@@ -25,6 +25,7 @@ from xlnet_tf.data.tokenization import SEP_ID
 def pretrain_dataset(path: str, batch_size: int,
                      input_context: Optional[tf.distribute.InputContext] = None, *,
                      shuffle_shards: bool = True, seed: int = 0, repeat: bool = True,
+                     skip_steps: int = 0,
                      manifest: Optional[Dict[str, Any]] = None) -> tf.data.Dataset:
   """A dataset of per-replica batches of pretraining inputs, static shapes.
 
@@ -36,6 +37,8 @@ def pretrain_dataset(path: str, batch_size: int,
       i, i + n, ... of the n pipelines.
     shuffle_shards: permute the order of this pipeline's shards every epoch (with `seed`).
     repeat: cycle over the shards forever (training); otherwise one pass.
+    skip_steps: resume after this many steps (the shard order is a function of `seed`, so
+      skipping the records of `skip_steps` steps continues exactly where a run stopped).
     manifest: an already loaded manifest (else read from `path`).
   Returns:
     Batches (dicts) with input_ids int32 [B, T], segment_ids int32 [B, T], input_mask
@@ -89,6 +92,8 @@ def pretrain_dataset(path: str, batch_size: int,
   if repeat:
     files = files.repeat()
   dataset = files.flat_map(lambda f: tf.data.TFRecordDataset(f, buffer_size=1 << 20))
+  if skip_steps:
+    dataset = dataset.skip(skip_steps * rows_per_step)           # whole steps: cheap, unparsed
   dataset = dataset.batch(rows_per_step, drop_remainder=True)       # one step, slot order
   dataset = dataset.map(expand, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   dataset = dataset.unbatch()                                       # one batch per replica

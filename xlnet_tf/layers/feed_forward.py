@@ -4,6 +4,7 @@ import tensorflow as tf
 import tf_keras
 
 from xlnet_tf.layers.initializers import normal_initializer
+from xlnet_tf.layers.scoped_build import build_in_scope
 
 # "gelu" is the tanh approximation the released checkpoints use (HF "gelu_new");
 # "gelu_exact" is the erf form (HF "gelu").
@@ -50,9 +51,9 @@ class PositionwiseFeedForward(tf_keras.layers.Layer):
                                          dtype=self.dtype_policy, name="layer_2")
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="LayerNorm")
-    self.layer_1.build(input_shape)
-    self.layer_2.build(list(input_shape[:-1]) + [self.inner_size])
-    self.layer_norm.build(input_shape)
+    build_in_scope(self.layer_1, input_shape)
+    build_in_scope(self.layer_2, list(input_shape[:-1]) + [self.inner_size])
+    build_in_scope(self.layer_norm, input_shape)
     self.dropout = tf_keras.layers.Dropout(self.dropout_rate)
     super().build(input_shape)
 

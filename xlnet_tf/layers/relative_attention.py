@@ -14,6 +14,7 @@ import tf_keras
 
 from xlnet_tf import masks
 from xlnet_tf.layers.initializers import normal_initializer
+from xlnet_tf.layers.scoped_build import build_in_scope
 
 
 def rel_shift(scores: tf.Tensor, klen) -> tf.Tensor:
@@ -90,7 +91,7 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
     self.o_kernel = kernel("o")
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="LayerNorm")
-    self.layer_norm.build(input_shape)
+    build_in_scope(self.layer_norm, input_shape)
     self.attention_dropout = tf_keras.layers.Dropout(self.attention_dropout_rate)
     self.output_dropout = tf_keras.layers.Dropout(self.dropout_rate)
     super().build(input_shape)

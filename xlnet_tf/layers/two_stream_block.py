@@ -4,6 +4,7 @@ import tf_keras
 
 from xlnet_tf.layers.feed_forward import PositionwiseFeedForward
 from xlnet_tf.layers.relative_attention import RelativeMultiHeadAttention
+from xlnet_tf.layers.scoped_build import build_in_scope
 
 
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
@@ -42,8 +43,8 @@ class TwoStreamBlock(tf_keras.layers.Layer):
         dtype=self.dtype_policy, name="ff")
 
   def build(self, input_shape):
-    self.attention.build(input_shape)
-    self.feed_forward.build(input_shape)
+    build_in_scope(self.attention, input_shape)
+    build_in_scope(self.feed_forward, input_shape)
     super().build(input_shape)
 
   def call(self, content, query=None, training=None, **attention_inputs):

@@ -8,6 +8,7 @@ import tf_keras
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.layers.tied_lm_head import TiedLMHead
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
+from xlnet_tf.layers.scoped_build import build_in_scope
 
 
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
@@ -38,7 +39,7 @@ class XLNetPretrainer(tf_keras.Model):
     """Creates every weight without running the model (an encoder built before is kept)."""
     for layer in (self.encoder, self.lm_head):
       if not layer.built:
-        layer.build(None)
+        build_in_scope(layer, None)
     self.built = True
 
   def call(self, inputs: Mapping[str, Any], training=None) -> Dict[str, Any]:

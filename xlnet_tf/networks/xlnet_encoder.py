@@ -10,6 +10,7 @@ from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.layers.initializers import normal_initializer
 from xlnet_tf.layers.positional_encoding import RelativePositionalEncoding
 from xlnet_tf.layers.two_stream_block import TwoStreamBlock
+from xlnet_tf.layers.scoped_build import build_in_scope
 
 
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
@@ -74,7 +75,7 @@ class XLNetEncoder(tf_keras.layers.Layer):
     self.seg_embed = self.add_weight("seg_embed", shape=[c.n_layer, 2, c.n_head, c.d_head],
                                      initializer=self._init())
     for block in self.blocks:
-      block.build(tf.TensorShape([None, None, c.d_model]))
+      build_in_scope(block, tf.TensorShape([None, None, c.d_model]))
     super().build(input_shape)
 
   def _init(self):

@@ -1,0 +1,147 @@
+r"""Pretraining step throughput: xlnet_tf vs TF Model Garden's XLNetBase, fp32 and XLA.
+
+Both models get the same pretraining batch (seq 512, 85 targets per row in a random
+factorization order, two segments + <cls>), the same tied LM loss (query stream at the
+targets · word embedding^T + bias, mean cross-entropy), the same AdamW with clipping, and
+no dropout; Model Garden's network is `official.nlp.modeling.networks.XLNetBase` (two
+streams, untied relative biases, gelu). Prints tokens/s, the ratio, and the achieved FLOP/s
+of our step as a fraction of this CPU's measured fp32 matmul peak.
+
+  python -m experiments.benchmark_pretrain                       # small and base
+  python -m experiments.benchmark_pretrain --configs=base --steps=5
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tf_keras  # noqa: E402
+
+from experiments.timing import median_seconds  # noqa: E402
+from xlnet_tf import XLNetConfig  # noqa: E402
+from xlnet_tf import build_pretrainer  # noqa: E402
+from xlnet_tf.synthetic import random_pretraining_inputs  # noqa: E402
+from xlnet_tf.training import optimization  # noqa: E402
+
+CONFIGS = {   # name: (n_layer, d_model, n_head, d_inner, batch)
+    "small": (4, 256, 4, 1024, 4),
+    "base": (12, 768, 12, 3072, 2),
+}
+_CONFIGS = flags.DEFINE_list("configs", ["small", "base"], f"Of {sorted(CONFIGS)}.")
+_SEQ = flags.DEFINE_integer("seq_len", 512, "Tokens per row.")
+_PREDICT = flags.DEFINE_integer("num_predict", 85, "Targets per row.")
+_VOCAB = flags.DEFINE_integer("n_token", 32000, "Vocabulary.")
+_STEPS = flags.DEFINE_integer("steps", 3, "Timed steps after a warm-up step (median).")
+_MODES = flags.DEFINE_list("modes", ["fp32", "xla"], "fp32 (graph) and/or xla.")
+
+
+def matmul_peak_gflops(n=2048, repeats=10):
+  """This CPU's fp32 matmul rate (GFLOP/s), the best of a few timed [n, n] x [n, n]."""
+  a = tf.random.normal([n, n])
+  b = tf.random.normal([n, n])
+  run = tf.function(lambda: tf.reduce_sum(tf.matmul(a, b)))
+  return 2 * n ** 3 / (median_seconds(lambda: run().numpy(), repeats) * 1e9)
+
+
+def step_flops(config: XLNetConfig, batch: int, seq: int, predict: int) -> float:
+  """Matmul FLOPs of one training step (forward x 3: backward is about twice the forward).
+
+  Per layer: q/k/v/o projections of the T content rows, q/o of the P query rows, the
+  positional projection of R = 2T relative positions, attention scores and values for
+  both streams (content + position terms), and the feed-forward for T + P rows; plus the
+  LM head on the P query rows.
+  """
+  d, inner, hd = config.d_model, config.d_inner, config.n_head * config.d_head
+  t, p, r = seq, predict, 2 * seq
+  per_layer = (2 * t * d * hd * 4 + 2 * p * d * hd * 2 + 2 * r * d * hd
+               + (t + p) * (2 * t * hd * 2 + 2 * r * hd)         # ac + bd, then probs · v
+               + (t + p) * 2 * 2 * d * inner)
+  forward = batch * (config.n_layer * per_layer + 2 * p * d * config.n_token)
+  return 3.0 * forward
+
+
+def make_train_step(model_fn, variables, embedding_fn, lm_bias, optimizer, jit):
+  def step(inputs):
+    with tf.GradientTape() as tape:
+      hidden = model_fn(inputs)                                          # [B, P, D]
+      logits = tf.einsum("bpd,vd->bpv", hidden, embedding_fn()) + lm_bias
+      loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+          labels=inputs["target"], logits=logits) * inputs["target_mask"])
+      loss /= tf.reduce_sum(inputs["target_mask"])
+    grads = tape.gradient(loss, variables)
+    grads, _ = tf.clip_by_global_norm(grads, 1.0)
+    optimizer.apply_gradients(zip(grads, variables))
+    return loss
+  return tf.function(step, jit_compile=jit)
+
+
+def ours(config, feed, jit):
+  model = build_pretrainer(config)
+  encoder = model.encoder
+  inputs = {k: feed[k] for k in ("input_ids", "segment_ids", "input_mask", "perm_mask",
+                                 "target_mapping")}
+  optimizer = optimization.build_optimizer(1e-4, 1000, 10)
+  step = make_train_step(lambda f: encoder({k: f[k] for k in inputs})["query"],
+                         model.trainable_variables, lambda: encoder.word_embedding,
+                         model.lm_head.bias, optimizer, jit)
+  return lambda: step(feed).numpy()
+
+
+def model_garden(config, feed, jit):
+  from official.nlp.modeling import networks  # pylint: disable=g-import-not-at-top
+  network = networks.XLNetBase(
+      vocab_size=config.n_token, num_layers=config.n_layer, hidden_size=config.d_model,
+      num_attention_heads=config.n_head, head_size=config.d_head,
+      inner_size=config.d_inner, dropout_rate=0.0, attention_dropout_rate=0.0,
+      attention_type="bi", bi_data=False,
+      initializer=tf_keras.initializers.RandomNormal(stddev=0.02), two_stream=True,
+      tie_attention_biases=False, inner_activation="gelu")
+  lm_bias = tf.Variable(tf.zeros([config.n_token]), name="lm_bias")
+  masked = tf.reduce_max(feed["target_mapping"], axis=1)                 # [B, T]
+
+  def run(f):
+    output, _ = network(input_ids=f["input_ids"], segment_ids=f["segment_ids"],
+                        input_mask=f["input_mask"], state=None,
+                        permutation_mask=f["perm_mask"], target_mapping=f["target_mapping"],
+                        masked_tokens=masked)
+    return output
+
+  run(feed)                                                           # create the weights
+  optimizer = optimization.build_optimizer(1e-4, 1000, 10)
+  step = make_train_step(run, network.trainable_variables + [lm_bias],
+                         network.get_embedding_lookup_table, lm_bias, optimizer, jit)
+  return lambda: step(feed).numpy()
+
+
+def main(argv):
+  del argv
+  peak = matmul_peak_gflops()
+  print(f"this CPU ({os.cpu_count()} cores): fp32 matmul peak {peak:.0f} GFLOP/s "
+        f"(2048 x 2048, TF)")
+  print(f"{'config':<7}{'mode':<6}{'batch':>6}{'ours tok/s':>12}{'MG tok/s':>10}"
+        f"{'ratio':>7}{'ours GFLOP/s':>14}{'% of peak':>11}")
+  for name in _CONFIGS.value:
+    n_layer, d_model, n_head, d_inner, batch = CONFIGS[name]
+    config = XLNetConfig(n_layer=n_layer, d_model=d_model, n_head=n_head,
+                         d_head=d_model // n_head, d_inner=d_inner, n_token=_VOCAB.value,
+                         dropout=0.0, dropatt=0.0)
+    arrays = random_pretraining_inputs(np.random.default_rng(0), batch, _SEQ.value,
+                                       _PREDICT.value, vocab_size=_VOCAB.value)
+    arrays["input_mask"] = np.zeros([batch, _SEQ.value], np.float32)
+    feed = {k: tf.constant(v) for k, v in arrays.items()}
+    tokens = batch * _SEQ.value
+    for mode in _MODES.value:
+      jit = mode == "xla"
+      ours_s = median_seconds(ours(config, feed, jit), _STEPS.value)
+      mg_s = median_seconds(model_garden(config, feed, jit), _STEPS.value)
+      gflops = step_flops(config, batch, _SEQ.value, _PREDICT.value) / ours_s / 1e9
+      print(f"{name:<7}{mode:<6}{batch:>6}{tokens / ours_s:>12.0f}{tokens / mg_s:>10.0f}"
+            f"{mg_s / ours_s:>6.2f}x{gflops:>14.0f}{100 * gflops / peak:>10.0f}%", flush=True)
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,1 @@
+"""Training: optimiser, per-replica memories, the pretraining loop."""

@@ -1,0 +1,167 @@
+"""`run_pretraining`: records + config -> a pretrained model, under any strategy.
+
+Builds the model, optimizer and memories in the strategy's scope, restores the newest
+checkpoint of `model_dir` if there is one (weights, optimizer, step, memories; the data
+position follows from the step), and runs an orbit Controller: `steps_per_loop` steps per
+`tf.function` call, TensorBoard scalars in `model_dir/train`, a checkpoint every
+`save_steps`. At the end the model is exported with `save_pretrained` to `export_dir`,
+which `xlnet_tf.load_pretrained` and fine-tuning read.
+
+  >>> summary = run_pretraining(tf.distribute.get_strategy(), config, "records/",
+  ...                           PretrainOptions(model_dir="run", train_steps=1000))
+"""
+
+import dataclasses
+import os
+from typing import Any, Dict, List, Optional
+
+from absl import logging
+import orbit
+import tensorflow as tf
+import tf_keras
+
+from xlnet_tf import pretrained
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.data import pretrain_dataset
+from xlnet_tf.data import pretrain_records
+from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
+from xlnet_tf.training import optimization
+from xlnet_tf.training.memory import ReplicaMemories
+from xlnet_tf.training.memory import local_replica_count
+from xlnet_tf.training.pretrain_trainer import PretrainTrainer
+
+PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16",
+              "mixed_float16": "mixed_float16"}
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainOptions:
+  """Everything about a run that is not the model's architecture or the data."""
+  model_dir: str
+  train_steps: int
+  learning_rate: float = 4e-4
+  warmup_steps: int = 0
+  min_lr_ratio: float = 0.0
+  weight_decay: float = 0.01
+  adam_epsilon: float = 1e-6
+  clip_norm: float = 1.0
+  steps_per_loop: int = 1000
+  save_steps: int = 10000
+  max_checkpoints: int = 5
+  precision: str = "float32"
+  jit_compile: bool = False
+  init_checkpoint: Optional[str] = None
+  export_dir: Optional[str] = None
+  seed: int = 0
+  stop_at_step: Optional[int] = None     # stop (and checkpoint) early; the schedule stays
+
+
+def check_data(data_path: str) -> Dict[str, Any]:
+  """The manifest, after checking every shard it lists is there (before any model work)."""
+  manifest = pretrain_records.load_manifest(data_path)
+  if not manifest["shards"] or manifest["counts"].get("examples", 0) == 0:
+    raise ValueError(f"--train_data {data_path}: the manifest lists no examples")
+  missing = [s["path"] for s in manifest["shards"] if not tf.io.gfile.exists(s["path"])]
+  if missing:
+    raise FileNotFoundError(f"--train_data {data_path}: {len(missing)} shard(s) listed in "
+                            f"the manifest are missing, e.g. {missing[0]}")
+  return manifest
+
+
+def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_path: str,
+                    options: PretrainOptions,
+                    manifest: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+  """Trains until `options.train_steps` (resuming from `model_dir`); returns a summary.
+
+  The returned dict has the final `step`, the per-loop `losses`, and `export_dir`.
+  Raises `NonFiniteLossError` (with the last good checkpoint left intact) on a NaN loss.
+  """
+  manifest = manifest or check_data(data_path)
+  settings = manifest["settings"]
+  if options.precision not in PRECISIONS:
+    raise ValueError(f"--precision must be one of {sorted(PRECISIONS)}, got "
+                     f"{options.precision!r}")
+  if settings["bi_data"] != config.bi_data or settings["reuse_len"] != config.reuse_len:
+    raise ValueError(f"the model config says bi_data={config.bi_data}, reuse_len="
+                     f"{config.reuse_len}; the records were made with bi_data="
+                     f"{settings['bi_data']}, reuse_len={settings['reuse_len']}")
+  vocab = manifest["spiece"]["vocab_size"]
+  if config.n_token < vocab:
+    raise ValueError(f"n_token ({config.n_token}) is smaller than the records' vocabulary "
+                     f"({vocab}, {manifest['spiece']['path']})")
+  tf_keras.mixed_precision.set_global_policy(PRECISIONS[options.precision])
+  tf_keras.utils.set_random_seed(options.seed)
+
+  # Every input pipeline (one per host/worker) yields bsz_per_host rows per step, shared by
+  # the replicas of its host.
+  rows_per_step = settings["bsz_per_host"]
+  local_replicas = local_replica_count(strategy)
+  num_pipelines = max(1, strategy.num_replicas_in_sync // local_replicas)
+  if rows_per_step % local_replicas:
+    raise ValueError(f"{local_replicas} replicas per host cannot share bsz_per_host "
+                     f"({rows_per_step}) streams evenly; recreate the records with a multiple")
+  batch_size = rows_per_step // local_replicas                       # per replica
+
+  with strategy.scope():
+    model = build_pretrainer(config)
+    optimizer = optimization.build_optimizer(
+        options.learning_rate, options.train_steps, options.warmup_steps,
+        weight_decay=options.weight_decay, adam_epsilon=options.adam_epsilon,
+        min_lr_ratio=options.min_lr_ratio, loss_scale=options.precision == "mixed_float16")
+  memories = None
+  if config.mem_len > 0:
+    memories = ReplicaMemories(strategy, config.n_layer, batch_size, config.mem_len,
+                               config.d_model)
+
+  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
+                                   **({"memories": memories} if memories else {}))
+  manager = tf.train.CheckpointManager(
+      checkpoint, options.model_dir, max_to_keep=options.max_checkpoints,
+      step_counter=optimizer.iterations, checkpoint_interval=options.save_steps)
+  restored = manager.restore_or_initialize()
+  if restored:
+    logging.info("resuming from %s at step %d", restored, int(optimizer.iterations.numpy()))
+    if memories is not None:
+      memories.from_host()
+  elif options.init_checkpoint:
+    _warm_start(model, options.init_checkpoint)
+  start_step = int(optimizer.iterations.numpy())
+
+  def dataset_fn(input_context):
+    return pretrain_dataset(data_path, batch_size, input_context, seed=options.seed,
+                            skip_steps=start_step, manifest=manifest)
+
+  dataset = strategy.distribute_datasets_from_function(dataset_fn)
+  trainer = PretrainTrainer(
+      strategy, model, optimizer, dataset, memories,
+      tokens_per_step=rows_per_step * num_pipelines * settings["seq_len"],
+      clip_norm=options.clip_norm, total_steps=options.train_steps,
+      jit_compile=options.jit_compile)
+
+  losses: List[float] = []
+  controller = orbit.Controller(
+      global_step=optimizer.iterations, trainer=trainer, strategy=strategy,
+      steps_per_loop=options.steps_per_loop, checkpoint_manager=manager,
+      summary_dir=os.path.join(options.model_dir, "train"),
+      summary_interval=options.steps_per_loop,
+      train_actions=[lambda output: losses.append(float(output["loss"]))])
+  stop = min(options.stop_at_step or options.train_steps, options.train_steps)
+  if start_step < stop:
+    controller.train(stop)
+
+  export_dir = options.export_dir or os.path.join(options.model_dir, "export")
+  spiece = manifest["spiece"]["path"]
+  pretrained.save_pretrained(model, export_dir,
+                             spiece if tf.io.gfile.exists(spiece) else None)
+  return {"step": int(optimizer.iterations.numpy()), "losses": losses,
+          "export_dir": export_dir, "start_step": start_step}
+
+
+def _warm_start(model, init_checkpoint: str) -> None:
+  """Loads weights from our layout (a directory from save_pretrained / convert, or a
+  `model.ckpt` prefix), checked variable by variable."""
+  prefix = init_checkpoint
+  if tf.io.gfile.isdir(init_checkpoint):
+    prefix = os.path.join(init_checkpoint, pretrained.CHECKPOINT_PREFIX)
+  pretrained.restore_weights(model, prefix)
+  logging.info("initialised from %s", prefix)
