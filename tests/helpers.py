@@ -4,6 +4,7 @@ import functools
 import os
 
 import numpy as np
+from sentencepiece import sentencepiece_model_pb2
 import tensorflow as tf
 
 from data_prep import pipeline
@@ -59,3 +60,23 @@ def read_records(path):
       lambda r: tf.io.parse_example(r, spec))))
   parsed = {k: v.numpy() for k, v in parsed.items()}
   return tuple({k: v[i] for k, v in parsed.items()} for i in range(len(parsed["input_ids"])))
+
+
+def with_extra_pieces(model_path, pieces, out_path):
+  """A copy of the model with `pieces` added as the most likely pieces (score 0).
+
+  SentencePiece 0.2 never learns a piece that joins digits and ",", but the released
+  vocabulary has many ("▁2000,"); this builds a model that has some.
+  """
+  proto = sentencepiece_model_pb2.ModelProto()
+  with open(model_path, "rb") as f:
+    proto.ParseFromString(f.read())
+  existing = {p.piece for p in proto.pieces}
+  for piece in pieces:
+    assert piece not in existing, piece
+    new = proto.pieces.add()
+    new.piece, new.score = piece, 0.0
+    new.type = sentencepiece_model_pb2.ModelProto.SentencePiece.NORMAL
+  with open(out_path, "wb") as f:
+    f.write(proto.SerializeToString())
+  return str(out_path)

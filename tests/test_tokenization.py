@@ -17,6 +17,7 @@ from sentencepiece import sentencepiece_model_pb2
 
 from data_prep import train_sentencepiece
 from helpers import CORPUS_GLOB
+from helpers import with_extra_pieces
 from xlnet_tf.data import tokenization
 
 # The released spiece.model, written out by hand (not from the module's constants).
@@ -102,32 +103,12 @@ def test_normalize_text(text, kwargs, expected):
 # --- the digit-comma re-split -----------------------------------------------------------------
 
 
-def _with_extra_pieces(model_path, pieces, out_path):
-  """A copy of the model with `pieces` added as the most likely pieces (score 0).
-
-  SentencePiece 0.2 never learns a piece that joins digits and ",", but the released
-  vocabulary has many ("▁2000,"); this builds a model that has some.
-  """
-  proto = sentencepiece_model_pb2.ModelProto()
-  with open(model_path, "rb") as f:
-    proto.ParseFromString(f.read())
-  existing = {p.piece for p in proto.pieces}
-  for piece in pieces:
-    assert piece not in existing, piece
-    new = proto.pieces.add()
-    new.piece, new.score = piece, 0.0
-    new.type = sentencepiece_model_pb2.ModelProto.SentencePiece.NORMAL
-  with open(out_path, "wb") as f:
-    f.write(proto.SerializeToString())
-  return str(out_path)
-
-
 @pytest.fixture(scope="module")
 def comma_sp(spiece_model, tmp_path_factory):
   """The fixture model plus digit-comma pieces like the released vocabulary's."""
   extra = [U + "2000,", U + "2000", "2000,", "2000", "1851,", "1851", U + "7,", U + "whale,",
            U + "1775,", "000,", U + "40,"]
-  path = _with_extra_pieces(spiece_model, extra,
+  path = with_extra_pieces(spiece_model, extra,
                             tmp_path_factory.mktemp("comma") / "comma.model")
   return tokenization.load_spiece(path)
 

@@ -108,3 +108,22 @@ def checkpoint_keys(root) -> Dict[str, tf.Variable]:
       else:
         queue.append((child, child_path))
   return keys
+
+
+def restore_encoder(encoder, directory_or_prefix: str) -> None:
+  """Loads the encoder weights of a pretrained model (our layout) into `encoder`.
+
+  Args:
+    encoder: a built `XLNetEncoder` (e.g. a classifier's), whose architecture must match.
+    directory_or_prefix: a directory from `save_pretrained` / `xlnet_tf.convert` /
+      pretraining's export, or a `model.ckpt` prefix.
+  Raises:
+    ValueError naming the variable (by its released name) whose shape differs, or that is
+    missing; FileNotFoundError naming the file.
+  """
+  prefix = directory_or_prefix
+  if tf.io.gfile.isdir(prefix):
+    prefix = os.path.join(prefix, CHECKPOINT_PREFIX)
+  wrapper = XLNetPretrainer(encoder)              # the checkpoint holds encoder + LM head
+  wrapper.build()
+  restore_weights(wrapper, prefix)

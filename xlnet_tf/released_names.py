@@ -32,7 +32,11 @@ def is_task_head(name: str) -> bool:
 
 def released_variables(model) -> Dict[str, tf.Variable]:
   """Released name -> variable of an `XLNetPretrainer` (built)."""
-  encoder = model.encoder
+  return {**encoder_variables(model.encoder), LM_BIAS: model.lm_head.bias}
+
+
+def encoder_variables(encoder) -> Dict[str, tf.Variable]:
+  """Released name -> variable of an `XLNetEncoder` (built)."""
   names = {
       f"{TRANSFORMER}/word_embedding/lookup_table": encoder.word_embedding,
       f"{TRANSFORMER}/mask_emb/mask_emb": encoder.mask_emb,
@@ -40,7 +44,6 @@ def released_variables(model) -> Dict[str, tf.Variable]:
       f"{TRANSFORMER}/r_r_bias": encoder.r_r_bias,
       f"{TRANSFORMER}/r_s_bias": encoder.r_s_bias,
       f"{TRANSFORMER}/seg_embed": encoder.seg_embed,
-      LM_BIAS: model.lm_head.bias,
   }
   for i, block in enumerate(encoder.blocks):
     prefix = f"{TRANSFORMER}/layer_{i}"

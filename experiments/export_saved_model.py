@@ -1,0 +1,44 @@
+r"""Exports a fine-tuned classifier as a SavedModel that serves raw text.
+
+  python -m experiments.export_saved_model --model_dir=runs/sst2 --export_dir=export/sst2
+  saved_model_cli run --dir export/sst2 --tag_set serve --signature_def serving_default \
+      --input_exprs 'text_a=["a gripping, beautifully acted film"]'
+
+--model_dir is run_classifier's --model_dir (the model is in MODEL_DIR/final) or that
+`final` directory itself. See `xlnet_tf.serving.export` for the signatures.
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from xlnet_tf.serving import export  # noqa: E402
+from xlnet_tf.training import finetuning  # noqa: E402
+
+_MODEL_DIR = flags.DEFINE_string("model_dir", None, "run_classifier's --model_dir (or its "
+                                 "final/ directory).")
+_EXPORT_DIR = flags.DEFINE_string("export_dir", None, "Where to write the SavedModel.")
+_PAIR = flags.DEFINE_bool("pair", None, "serving_default takes text_a and text_b (default: "
+                          "by task, true for GLUE pair tasks).")
+_SPIECE = flags.DEFINE_string("spiece_model_file", None, "Default: MODEL_DIR/spiece.model.")
+flags.mark_flags_as_required(["model_dir", "export_dir"])
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  model_dir = _MODEL_DIR.value
+  final = os.path.join(model_dir, "final")
+  if not tf.io.gfile.exists(os.path.join(model_dir, finetuning.CLASSIFIER_FILE)):
+    model_dir = final
+  export.export_classifier(model_dir, _EXPORT_DIR.value, pair=_PAIR.value,
+                           spiece_model=_SPIECE.value)
+  print(f"exported {model_dir} to {_EXPORT_DIR.value}")
+
+
+if __name__ == "__main__":
+  app.run(main)

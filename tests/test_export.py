@@ -1,0 +1,112 @@
+"""SavedModel export: raw text in a fresh process (TensorFlow + tensorflow-text only)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers import small_config
+from xlnet_tf.data import classifier_features
+from xlnet_tf.data import tokenization
+from xlnet_tf.data.classifier_tasks import InputExample
+from xlnet_tf.models.xlnet_classifier import build_classifier
+from xlnet_tf.serving.export import export_classifier
+from xlnet_tf.training import finetuning
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SENTIMENT = os.path.join(ROOT, "data_prep", "sample_data", "sentiment",
+                         "movieReviewSnippets_GroundTruth.txt")
+SEQ = 32
+
+# Runs in a fresh interpreter started in an empty directory with no PYTHONPATH: only the
+# installed packages (TensorFlow, tensorflow-text) can be imported, not xlnet_tf.
+SERVE = r"""
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
+try:
+  import xlnet_tf  # noqa: F401
+  ours = True
+except ImportError:
+  ours = False
+request = json.loads(sys.stdin.read())
+module = tf.saved_model.load(request["export_dir"])
+serve = module.signatures["serving_default"]
+out = serve(**{k: tf.constant(v) for k, v in request["inputs"].items()})
+print(json.dumps({"xlnet_tf_importable": ours,
+                  "probabilities": out["probabilities"].numpy().tolist(),
+                  "label": [x.decode() for x in out["label"].numpy()]}))
+"""
+
+
+def _sentences(count):
+  with open(SENTIMENT, encoding="utf-8", newline="") as f:
+    rows = [line.rstrip("\r\n").split("\t") for line in f if line.strip()]
+  return [row[2] for row in rows[:count]]
+
+
+@pytest.fixture(scope="module")
+def exported(spiece_model, tmp_path_factory):
+  work = tmp_path_factory.mktemp("export")
+  spec = finetuning.ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
+                                   max_seq_length=SEQ)
+  model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
+  finetuning.save_classifier(model, spec, str(work / "model"), spiece_model)
+  export_dir = export_classifier(str(work / "model"), str(work / "saved_model"))
+  return model, spec, export_dir
+
+
+def _serve_fresh(export_dir, inputs, tmp_path):
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  result = subprocess.run([sys.executable, "-c", SERVE], cwd=str(tmp_path), env=env,
+                          input=json.dumps({"export_dir": export_dir, "inputs": inputs}),
+                          capture_output=True, text=True, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_raw_text_gives_the_python_models_probabilities(exported, spiece_model, tmp_path):
+  model, spec, export_dir = exported
+  texts = _sentences(40) + ["", "Amélie était très drôle — 電影 😀 naïve café", "x " * 50_000]
+  served = _serve_fresh(export_dir, {"text_a": texts}, tmp_path)
+  assert served["xlnet_tf_importable"] is False
+
+  sp = tokenization.load_spiece(spiece_model)
+  features = [classifier_features.encode_example(sp, InputExample(str(i), t, None, "positive"),
+                                                 SEQ, spec.labels)
+              for i, t in enumerate(texts)]
+  batch = {k: tf.constant(np.stack([f[k] for f in features]))
+           for k in ("input_ids", "segment_ids", "input_mask")}
+  expected = tf.nn.softmax(model(batch)["logits"]).numpy()
+  probabilities = np.array(served["probabilities"])
+  assert probabilities.shape == (len(texts), 2)
+  np.testing.assert_allclose(probabilities, expected, atol=1e-5, rtol=0)
+  np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
+  assert served["label"] == [spec.labels[i] for i in expected.argmax(-1)]
+
+
+def test_ids_signature_and_saved_model_cli(exported, tmp_path):
+  _, spec, export_dir = exported
+  loaded = tf.saved_model.load(export_dir)
+  ids = loaded.signatures["serving_ids"]
+  out = ids(input_ids=tf.constant([[0] * (SEQ - 3) + [20, 4, 3]], tf.int32),
+            segment_ids=tf.constant([[4] * (SEQ - 3) + [0, 0, 2]], tf.int32),
+            input_mask=tf.constant([[1.0] * (SEQ - 3) + [0.0] * 3]))
+  assert out["probabilities"].shape == (1, 2)
+  # saved_model_cli needs the tensorflow-text ops registered: run it through a Python
+  # that imports tensorflow_text first (see the README).
+  cli = ("import sys, tensorflow_text\n"
+         "from tensorflow.python.tools import saved_model_cli\n"
+         "sys.argv = ['saved_model_cli'] + sys.argv[1:]\n"
+         "saved_model_cli.main()\n")
+  result = subprocess.run(
+      [sys.executable, "-c", cli, "run", "--dir", export_dir, "--tag_set", "serve",
+       "--signature_def", "serving_default", "--input_exprs",
+       'text_a=["a gripping, beautifully acted film"]'],
+      capture_output=True, text=True, check=False, cwd=str(tmp_path))
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert "probabilities" in result.stdout and "label" in result.stdout

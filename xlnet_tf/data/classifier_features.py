@@ -1,0 +1,390 @@
+"""Classification inputs in the released XLNet layout, a TFRecord cache and its reader.
+
+One example (max_seq_length T, A and B the SentencePiece ids of the two texts):
+
+  input_ids    [0 ... 0] A <sep> B <sep> <cls>     left-padded with 0 (<unk>) to T
+  segment_ids  [4 ... 4] 0 ... 0  1 ... 1  2        A and its <sep> 0, B and its <sep> 1,
+                                                    <cls> 2, padding 4
+  input_mask   [1 ... 1] 0 ... 0  0 ... 0  0        float, 1.0 at padding (not HF's
+                                                    attention_mask)
+
+Without B: `A <sep> <cls>`. The <cls> token, whose output summarises the sequence, is
+always the last position. Too long inputs lose tokens at the end: A alone is cut to T - 2;
+a pair loses one token at a time from the end of the longer text (B when both are equally
+long) until len(A) + len(B) = T - 3. `classifier_layout` is this rule on token ids (the
+reference for in-graph implementations), `encode_example` adds text normalisation and
+SentencePiece.
+
+  >>> sp = tokenization.load_spiece("spiece.model")
+  >>> features = encode_example(sp, example, 128, label_list=task.labels)
+  >>> path = cached_features(examples, "spiece.model", 128, label_list=task.labels,
+  ...                        task="sst-2", split="train", cache_dir="cache",
+  ...                        input_files=task.input_files(data_dir, "train"))
+  >>> ds = classifier_dataset(path, batch_size=32, is_training=True, seed=1)
+
+The cache file (`<task>-<split>-<T>-<key>.tfrecord`) is named by a hash of everything that
+changes its contents: the SentencePiece model's SHA-256, T, `uncased`, the label list,
+regression or not, task, split, the input files' sizes and modification times and the
+examples themselves. It is written under a temporary name and renamed, then its
+`.json` sidecar (settings and example count) is written the same way; a cache is used only
+when its sidecar exists and holds the same key. Paths may be gs:// (tf.io.gfile).
+
+Records hold input_ids, segment_ids (int64 [T]), input_mask (float [T]) and label_id
+(int64 [], or float [] for regression); unlabeled examples (label None, e.g. GLUE test
+sets) have label_id NO_LABEL_ID (-1), or NaN for regression.
+"""
+
+import hashlib
+import json
+import os
+import re
+import uuid
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from absl import logging
+import numpy as np
+import sentencepiece as spm
+import tensorflow as tf
+
+from xlnet_tf.data import tokenization
+from xlnet_tf.data.classifier_tasks import InputExample
+
+FORMAT = "xlnet_tf.classifier.v1"
+
+SEGMENT_A = 0
+SEGMENT_B = 1
+SEGMENT_CLS = 2
+SEGMENT_PAD = 4           # the released classifier's padding segment (HF uses 3)
+PAD_INPUT_ID = tokenization.UNK_ID   # what the released code pads with; masked anyway
+NO_LABEL_ID = -1
+
+
+# ---- the layout ------------------------------------------------------------------------------
+
+def truncated_lengths(len_a: int, len_b: int, max_tokens: int) -> Tuple[int, int]:
+  """Lengths A and B keep when a pair must fit `max_tokens` tokens.
+
+  The same as removing one token at a time from the longer of the two (from B when they are
+  equally long) until len_a + len_b <= max_tokens, in closed form: if the shorter text
+  takes at most half of the room it is kept whole and the longer one gets the rest, else A
+  keeps ceil(max_tokens / 2) and B floor(max_tokens / 2).
+  """
+  if len_a + len_b <= max_tokens:
+    return len_a, len_b
+  if 2 * min(len_a, len_b) <= max_tokens:
+    return (len_a, max_tokens - len_a) if len_a < len_b else (max_tokens - len_b, len_b)
+  return (max_tokens + 1) // 2, max_tokens // 2
+
+
+def classifier_layout(ids_a: Sequence[int], ids_b: Optional[Sequence[int]],
+                      max_seq_length: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """The released classification layout of token ids (see the module docstring).
+
+  Args:
+    ids_a: token ids of the first text (any length; cut to fit).
+    ids_b: token ids of the second text, or None for a single text ([] is an empty second
+      text: `A <sep> <sep> <cls>`).
+    max_seq_length: T, at least 3 with ids_b, 2 without.
+  Returns:
+    (input_ids int32 [T], segment_ids int32 [T], input_mask float32 [T]).
+  """
+  reserved = 2 if ids_b is None else 3
+  if max_seq_length < reserved:
+    raise ValueError(f"max_seq_length {max_seq_length} leaves no room for the {reserved} "
+                     f"special tokens of {'a pair' if ids_b is not None else 'a text'}; "
+                     f"expected at least {reserved}")
+  ids_a = list(ids_a)
+  if ids_b is None:
+    ids_a = ids_a[:max_seq_length - reserved]
+    tokens = ids_a + [tokenization.SEP_ID, tokenization.CLS_ID]
+    segments = [SEGMENT_A] * (len(ids_a) + 1) + [SEGMENT_CLS]
+  else:
+    ids_b = list(ids_b)
+    len_a, len_b = truncated_lengths(len(ids_a), len(ids_b), max_seq_length - reserved)
+    ids_a, ids_b = ids_a[:len_a], ids_b[:len_b]
+    tokens = (ids_a + [tokenization.SEP_ID] + ids_b
+              + [tokenization.SEP_ID, tokenization.CLS_ID])
+    segments = ([SEGMENT_A] * (len_a + 1) + [SEGMENT_B] * (len_b + 1) + [SEGMENT_CLS])
+  padding = max_seq_length - len(tokens)
+  input_ids = np.array([PAD_INPUT_ID] * padding + tokens, np.int32)
+  segment_ids = np.array([SEGMENT_PAD] * padding + segments, np.int32)
+  input_mask = np.array([1.0] * padding + [0.0] * len(tokens), np.float32)
+  return input_ids, segment_ids, input_mask
+
+
+def encode_text(sp: spm.SentencePieceProcessor, text: str, uncased: bool = False) -> List[int]:
+  """Token ids of raw `text`: `normalize_text` (lower-cased if `uncased`) + `encode_ids`."""
+  return tokenization.encode_ids(sp, tokenization.normalize_text(text, lower=uncased))
+
+
+def label_id(example: InputExample, label_list: Optional[Sequence[str]] = None,
+             is_regression: bool = False) -> Union[int, float]:
+  """The label of `example` as the model sees it: its index in `label_list`, or a float.
+
+  Unlabeled examples give NO_LABEL_ID (classification) or NaN (regression).
+  """
+  if is_regression:
+    return float("nan") if example.label is None else float(example.label)
+  if example.label is None:
+    return NO_LABEL_ID
+  if label_list is None:
+    raise ValueError(f"example {example.guid}: a classification example needs label_list")
+  try:
+    return list(label_list).index(example.label)
+  except ValueError:
+    raise ValueError(f"example {example.guid}: label {example.label!r} is not in the label "
+                     f"list {list(label_list)}") from None
+
+
+def encode_example(sp: spm.SentencePieceProcessor, example: InputExample,
+                   max_seq_length: int, label_list: Optional[Sequence[str]] = None,
+                   is_regression: bool = False, uncased: bool = False) -> Dict[str, Any]:
+  """The model inputs of one example.
+
+  The texts are normalised (`tokenization.normalize_text`, lower-cased if `uncased`) and
+  encoded (`tokenization.encode_ids`); `text_b` None makes a single-text example, an empty
+  `text_b` an empty second segment. Labels as in `label_id`.
+
+  Returns:
+    {"input_ids": int32 [T], "segment_ids": int32 [T], "input_mask": float32 [T],
+     "label_id": int (index in label_list) or float (regression)}.
+  """
+  ids_a = encode_text(sp, example.text_a, uncased)
+  ids_b = None if example.text_b is None else encode_text(sp, example.text_b, uncased)
+  input_ids, segment_ids, input_mask = classifier_layout(ids_a, ids_b, max_seq_length)
+  return {"input_ids": input_ids, "segment_ids": segment_ids, "input_mask": input_mask,
+          "label_id": label_id(example, label_list, is_regression)}
+
+
+def _encode_all(sp, examples, max_seq_length, label_list, is_regression, uncased):
+  """`encode_example` for many examples, SentencePiece run in batches (`encode_lines`)."""
+  def normalized(texts):
+    return [tokenization.normalize_text(t, lower=uncased) for t in texts]
+  ids_a = tokenization.encode_lines(sp, normalized(e.text_a for e in examples))
+  pairs = [k for k, e in enumerate(examples) if e.text_b is not None]
+  ids_b = dict(zip(pairs, tokenization.encode_lines(
+      sp, normalized(examples[k].text_b for k in pairs)))) if pairs else {}
+  for k, example in enumerate(examples):
+    input_ids, segment_ids, input_mask = classifier_layout(ids_a[k], ids_b.get(k),
+                                                           max_seq_length)
+    yield {"input_ids": input_ids, "segment_ids": segment_ids, "input_mask": input_mask,
+           "label_id": label_id(example, label_list, is_regression)}
+
+
+# ---- records ---------------------------------------------------------------------------------
+
+def feature_spec(max_seq_length: int, is_regression: bool) -> Dict[str, tf.io.FixedLenFeature]:
+  """The parsing spec of a cached record."""
+  return {
+      "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.float32),
+      "label_id": tf.io.FixedLenFeature([], tf.float32 if is_regression else tf.int64),
+  }
+
+
+def serialize_features(features: Dict[str, Any], is_regression: bool) -> bytes:
+  """The output of `encode_example` as a serialized tf.train.Example."""
+  def ints(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=np.ravel(values).tolist()))
+
+  def floats(values):
+    return tf.train.Feature(float_list=tf.train.FloatList(value=np.ravel(values).tolist()))
+  feature = {"input_ids": ints(features["input_ids"]),
+             "segment_ids": ints(features["segment_ids"]),
+             "input_mask": floats(features["input_mask"]),
+             "label_id": (floats if is_regression else ints)([features["label_id"]])}
+  return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(
+      deterministic=True)
+
+
+# ---- the cache -------------------------------------------------------------------------------
+
+def _examples_sha256(examples: Sequence[InputExample]) -> str:
+  digest = hashlib.sha256()
+  for e in examples:
+    digest.update(json.dumps([e.guid, e.text_a, e.text_b, e.label]).encode("utf-8"))
+    digest.update(b"\n")
+  return digest.hexdigest()
+
+
+def _file_stamps(input_files: Iterable[str]) -> List[List[Any]]:
+  stamps = []
+  for path in input_files:
+    if not tf.io.gfile.exists(path):
+      raise FileNotFoundError(f"{path}: input file of the feature cache does not exist")
+    stat = tf.io.gfile.stat(path)
+    stamps.append([path, int(stat.length), int(stat.mtime_nsec)])
+  return stamps
+
+
+def cache_settings(examples: Sequence[InputExample], sp_model_path: str, max_seq_length: int,
+                   *, label_list: Optional[Sequence[str]] = None, is_regression: bool = False,
+                   uncased: bool = False, task: str = "", split: str = "",
+                   input_files: Iterable[str] = ()) -> Dict[str, Any]:
+  """Every setting the cached features depend on, and "key", the hash naming the cache."""
+  settings = {
+      "format": FORMAT,
+      "spiece_sha256": tokenization.spiece_sha256(sp_model_path),
+      "max_seq_length": int(max_seq_length),
+      "uncased": bool(uncased),
+      "label_list": None if label_list is None else [str(label) for label in label_list],
+      "is_regression": bool(is_regression),
+      "task": task,
+      "split": split,
+      "input_files": _file_stamps(input_files),
+      "examples_sha256": _examples_sha256(examples),
+  }
+  settings["key"] = hashlib.sha256(
+      json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()
+  return settings
+
+
+def read_cache_info(path: str) -> Optional[Dict[str, Any]]:
+  """The sidecar of a cache file (settings, "key", "num_examples"), None if it has none."""
+  sidecar = path + ".json"
+  if not tf.io.gfile.exists(sidecar):
+    return None
+  with tf.io.gfile.GFile(sidecar, "r") as f:
+    try:
+      return json.loads(f.read())
+    except json.JSONDecodeError as e:
+      raise ValueError(f"{sidecar}: not valid JSON ({e}); delete it to rebuild the cache") \
+          from None
+
+
+def _write_atomic(path: str, write) -> None:
+  partial = f"{path}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+  try:
+    write(partial)
+    tf.io.gfile.rename(partial, path, overwrite=True)
+  finally:
+    if tf.io.gfile.exists(partial):
+      tf.io.gfile.remove(partial)
+
+
+def cached_features(examples: Sequence[InputExample], sp_model_path: str,
+                    max_seq_length: int, *, label_list: Optional[Sequence[str]] = None,
+                    is_regression: bool = False, uncased: bool = False, task: str = "",
+                    split: str = "", input_files: Iterable[str] = (), cache_dir: str,
+                    sp: Optional[spm.SentencePieceProcessor] = None) -> str:
+  """The path of a TFRecord file holding the features of `examples`, built if needed.
+
+  Args:
+    examples: the examples, in the order the records keep.
+    sp_model_path: the SentencePiece model (checked by `tokenization.load_spiece`).
+    max_seq_length, label_list, is_regression, uncased: as for `encode_example`.
+    task, split: names, part of the key and of the file name.
+    input_files: the files the examples were read from (`TaskSpec.input_files`); their
+      sizes and modification times are part of the key.
+    cache_dir: where cache files live (created if missing).
+    sp: the already loaded model of `sp_model_path`, to skip loading it again.
+  Returns:
+    `cache_dir/<task>-<split>-<max_seq_length>-<key[:16]>.tfrecord`; its sidecar
+    `<path>.json` holds the settings, the key and "num_examples".
+  """
+  if not is_regression and label_list is None:
+    raise ValueError(f"cached_features({task!r}, {split!r}): classification needs "
+                     f"label_list")
+  examples = list(examples)
+  settings = cache_settings(examples, sp_model_path, max_seq_length, label_list=label_list,
+                            is_regression=is_regression, uncased=uncased, task=task,
+                            split=split, input_files=input_files)
+  stem = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{task or 'examples'}-{split or 'all'}")
+  path = os.path.join(cache_dir, f"{stem}-{max_seq_length}-{settings['key'][:16]}.tfrecord")
+  info = read_cache_info(path)
+  if info is not None and info.get("key") == settings["key"] and tf.io.gfile.exists(path):
+    logging.info("reusing cached features %s (%d examples)", path, info["num_examples"])
+    return path
+
+  tf.io.gfile.makedirs(cache_dir)
+  if sp is None:
+    sp = tokenization.load_spiece(sp_model_path)
+
+  def write_records(partial):
+    with tf.io.TFRecordWriter(partial) as writer:
+      for features in _encode_all(sp, examples, max_seq_length, label_list, is_regression,
+                                  uncased):
+        writer.write(serialize_features(features, is_regression))
+
+  def write_sidecar(partial):
+    with tf.io.gfile.GFile(partial, "w") as f:
+      f.write(json.dumps({**settings, "num_examples": len(examples)}, indent=2,
+                         sort_keys=True) + "\n")
+
+  _write_atomic(path, write_records)
+  _write_atomic(path + ".json", write_sidecar)
+  logging.info("wrote %d examples' features to %s", len(examples), path)
+  return path
+
+
+# ---- the reader ------------------------------------------------------------------------------
+
+def _setting(path, info, name, given):
+  """`given`, checked against the cache sidecar's value; the sidecar's value if None."""
+  recorded = None if info is None else info.get(name)
+  if given is None:
+    if recorded is None:
+      raise ValueError(f"{path}: no {name} given and no cache sidecar {path}.json to take "
+                       f"it from")
+    return recorded
+  if recorded is not None and recorded != given:
+    raise ValueError(f"{path}: {name} is {given!r}, but the cache was built with "
+                     f"{recorded!r} (see {path}.json)")
+  return given
+
+
+def classifier_dataset(path: Union[str, Sequence[str]], batch_size: int, is_training: bool,
+                       seed: Optional[int] = None, max_seq_length: Optional[int] = None,
+                       is_regression: Optional[bool] = None, *,
+                       input_context: Optional[tf.distribute.InputContext] = None,
+                       shuffle_buffer_size: int = 100_000,
+                       drop_remainder: Optional[bool] = None) -> tf.data.Dataset:
+  """Batches of classifier inputs from cache files (`cached_features`).
+
+  Args:
+    path: a cache file, or several with the same settings.
+    batch_size: examples per batch (per replica when used with `input_context`).
+    is_training: shuffle (buffer `shuffle_buffer_size`, `seed`), repeat forever and drop
+      the last partial batch; otherwise one pass in file order, last batch kept.
+    seed: the shuffling seed (None: a different order every run).
+    max_seq_length, is_regression: None takes them from the cache sidecar, a value is
+      checked against it.
+    input_context: from `distribute_datasets_from_function`; for training, pipeline i
+      reads records i, i + n, ... of the n pipelines (evaluation reads everything).
+    drop_remainder: override of the default (= is_training).
+  Returns:
+    A dataset of dicts: input_ids int32 [B, T], segment_ids int32 [B, T], input_mask
+    float32 [B, T] (1.0 = padding), label_id int32 [B] (or float32 [B] for regression).
+    B is static when the remainder is dropped.
+  """
+  paths = [path] if isinstance(path, str) else list(path)
+  if not paths:
+    raise ValueError("classifier_dataset: no cache files given")
+  for p in paths:
+    if not tf.io.gfile.exists(p):
+      raise FileNotFoundError(f"{p}: no such feature cache file (see cached_features)")
+  info = read_cache_info(paths[0])
+  max_seq_length = int(_setting(paths[0], info, "max_seq_length", max_seq_length))
+  is_regression = bool(_setting(paths[0], info, "is_regression", is_regression))
+  if drop_remainder is None:
+    drop_remainder = is_training
+
+  spec = feature_spec(max_seq_length, is_regression)
+
+  def parse(serialized):
+    parsed = tf.io.parse_example(serialized, spec)
+    return {"input_ids": tf.cast(parsed["input_ids"], tf.int32),
+            "segment_ids": tf.cast(parsed["segment_ids"], tf.int32),
+            "input_mask": parsed["input_mask"],
+            "label_id": (parsed["label_id"] if is_regression
+                         else tf.cast(parsed["label_id"], tf.int32))}
+
+  ds = tf.data.TFRecordDataset(paths)
+  if is_training:
+    if input_context is not None and input_context.num_input_pipelines > 1:
+      ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    ds = ds.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True).repeat()
+  ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+  ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+  return ds.prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,1 @@
+"""Evaluation of fine-tuned models: task metrics and benchmark submission files."""

@@ -1,0 +1,105 @@
+"""Sequence summary for classification heads (the original `sequnece_summary` scope).
+
+  >>> summary = SequenceSummary(summary_type="last", use_proj=True)
+  >>> summary(tf.zeros([2, 7, 16]), input_mask=tf.zeros([2, 7])).shape
+  TensorShape([2, 16])
+"""
+
+import tensorflow as tf
+import tf_keras
+
+from xlnet_tf import masks
+from xlnet_tf.layers.initializers import normal_initializer
+from xlnet_tf.layers.scoped_build import build_in_scope
+
+SUMMARY_TYPES = ("last", "first", "mean", "attn")
+
+
+@tf_keras.utils.register_keras_serializable(package="xlnet_tf")
+class SequenceSummary(tf_keras.layers.Layer):
+  """[B, T, D] hidden states -> [B, D] summary.
+
+  summary_type:
+    last   the last position: <cls> in the released (left-padded) layout. The default.
+    first  position 0 (with left padding, a padding position unless the row is full).
+    mean   the mean over real tokens (input_mask 0); the released code averages over the
+           padding too, which makes the summary depend on the amount of padding.
+    attn   one learned query (`summary_bias` [D]) attends over the real tokens with
+           n_head heads of size d_head (no residual, then LayerNorm), as released.
+  Then, with `use_proj`, Dense(D, tanh) named `summary` (released:
+  model/sequnece_summary/summary/{kernel,bias}), and dropout.
+  """
+
+  def __init__(self, summary_type: str = "last", use_proj: bool = True,
+               dropout_rate: float = 0.0, num_heads: int = 1, head_size: int = 64,
+               initializer_range: float = 0.02, layer_norm_epsilon: float = 1e-12,
+               **kwargs):
+    super().__init__(**kwargs)
+    if summary_type not in SUMMARY_TYPES:
+      raise ValueError(f"summary_type must be one of {SUMMARY_TYPES}, got {summary_type!r}")
+    self.summary_type = summary_type
+    self.use_proj = use_proj
+    self.dropout_rate = dropout_rate
+    self.num_heads = num_heads
+    self.head_size = head_size
+    self.initializer_range = initializer_range
+    self.layer_norm_epsilon = layer_norm_epsilon
+
+  def build(self, input_shape):
+    d_model = int(input_shape[-1])
+    init = lambda: normal_initializer(self.initializer_range)
+    if self.summary_type == "attn":
+      shape = [d_model, self.num_heads, self.head_size]
+      self.summary_bias = self.add_weight("summary_bias", shape=[d_model], initializer=init())
+      self.q_kernel = self.add_weight("q/kernel", shape=shape, initializer=init())
+      self.k_kernel = self.add_weight("k/kernel", shape=shape, initializer=init())
+      self.v_kernel = self.add_weight("v/kernel", shape=shape, initializer=init())
+      self.o_kernel = self.add_weight("o/kernel", shape=shape, initializer=init())
+      self.attn_layer_norm = tf_keras.layers.LayerNormalization(
+          epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="LayerNorm")
+      build_in_scope(self.attn_layer_norm, [None, d_model])
+    if self.use_proj:
+      self.summary = tf_keras.layers.Dense(d_model, activation="tanh",
+                                           kernel_initializer=init(),
+                                           dtype=self.dtype_policy, name="summary")
+      build_in_scope(self.summary, [None, d_model])
+    self.dropout = tf_keras.layers.Dropout(self.dropout_rate)
+    super().build(input_shape)
+
+  def call(self, hidden, input_mask=None, training=None):
+    """hidden [B, T, D]; input_mask [B, T], 1 at padding (optional). Returns [B, D]."""
+    if self.summary_type == "last":
+      summary = hidden[:, -1]
+    elif self.summary_type == "first":
+      summary = hidden[:, 0]
+    elif self.summary_type == "mean":
+      real = tf.ones_like(hidden[:, :, 0]) if input_mask is None else (
+          1.0 - tf.cast(input_mask, hidden.dtype))                       # [B, T]
+      summary = (tf.einsum("btd,bt->bd", hidden, real) /
+                 tf.maximum(tf.reduce_sum(real, axis=1, keepdims=True), 1.0))
+    else:
+      summary = self._attend(hidden, input_mask, training)
+    if self.use_proj:
+      summary = self.summary(summary)
+    return self.dropout(summary, training=training)
+
+  def _attend(self, hidden, input_mask, training):
+    query = tf.einsum("d,dnh->nh", tf.cast(self.summary_bias, hidden.dtype), self.q_kernel)
+    key = tf.einsum("btd,dnh->btnh", hidden, self.k_kernel)                # [B, T, N, H]
+    value = tf.einsum("btd,dnh->btnh", hidden, self.v_kernel)
+    score = tf.einsum("nh,btnh->bnt", query, key) / (self.head_size ** 0.5)  # [B, N, T]
+    if input_mask is not None:
+      blocked = tf.cast(input_mask, score.dtype)[:, None, :]
+      score += blocked * masks.large_negative(score.dtype)
+    probs = self.dropout(tf.nn.softmax(score, axis=-1), training=training)
+    attended = tf.einsum("bnt,btnh->bnh", probs, value)
+    out = tf.einsum("bnh,dnh->bd", attended, self.o_kernel)
+    return self.attn_layer_norm(self.dropout(out, training=training))
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(summary_type=self.summary_type, use_proj=self.use_proj,
+                  dropout_rate=self.dropout_rate, num_heads=self.num_heads,
+                  head_size=self.head_size, initializer_range=self.initializer_range,
+                  layer_norm_epsilon=self.layer_norm_epsilon)
+    return config

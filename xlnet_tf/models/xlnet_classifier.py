@@ -1,0 +1,123 @@
+"""Classification / regression model: XLNet encoder + sequence summary + logit layer.
+
+  >>> model = build_classifier(config.replace(mem_len=0), num_classes=2)
+  >>> model({"input_ids": ids, "segment_ids": seg, "input_mask": pad})["logits"]  # [B, 2]
+
+Released fine-tuned checkpoints name the head `model/sequnece_summary/summary/{kernel,bias}`
+(the typo is theirs) and `model/classification_<task>/logit/{kernel,bias}` (or
+`regression_<task>`); `released_head_variables` maps those names to our variables.
+"""
+
+from typing import Any, Dict, Mapping
+
+import tensorflow as tf
+import tf_keras
+
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.layers.initializers import normal_initializer
+from xlnet_tf.layers.scoped_build import build_in_scope
+from xlnet_tf.layers.sequence_summary import SequenceSummary
+from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
+
+
+@tf_keras.utils.register_keras_serializable(package="xlnet_tf")
+class XLNetClassifier(tf_keras.Model):
+  """Encoder (content stream) -> summary [B, D] -> logits float32 [B, C].
+
+  Args:
+    encoder: an `XLNetEncoder` (memory off for fine-tuning: mem_len 0).
+    num_classes: C; 1 for regression (then also `score` [B] = logits[:, 0]).
+    summary_type, use_proj: see `SequenceSummary`; dropout_rate: on the summary.
+  Returns from call: {"logits": [B, C]} (+ "score" [B] for regression).
+  """
+
+  def __init__(self, encoder: XLNetEncoder, num_classes: int, summary_type: str = "last",
+               use_proj: bool = True, dropout_rate: float = 0.1, is_regression: bool = False,
+               **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder
+    self.num_classes = num_classes
+    self.summary_type = summary_type
+    self.use_proj = use_proj
+    self.dropout_rate = dropout_rate
+    self.is_regression = is_regression
+    c = encoder.config
+    self.sequence_summary = SequenceSummary(
+        summary_type, use_proj=use_proj, dropout_rate=dropout_rate, num_heads=c.n_head,
+        head_size=c.d_head, initializer_range=c.initializer_range,
+        layer_norm_epsilon=c.layer_norm_eps, name="sequnece_summary")
+    self.logit = tf_keras.layers.Dense(
+        num_classes, kernel_initializer=normal_initializer(c.initializer_range),
+        name="logit")
+
+  @property
+  def config(self) -> XLNetConfig:
+    return self.encoder.config
+
+  def build(self, input_shape=None):
+    d_model = self.encoder.config.d_model
+    if not self.encoder.built:
+      build_in_scope(self.encoder, None)
+    build_in_scope(self.sequence_summary, tf.TensorShape([None, None, d_model]))
+    build_in_scope(self.logit, tf.TensorShape([None, d_model]))
+    self.built = True
+
+  def call(self, inputs: Mapping[str, Any], training=None) -> Dict[str, tf.Tensor]:
+    content = self.encoder(inputs, training=training)["content"]          # [B, T, D]
+    summary = self.sequence_summary(content, inputs.get("input_mask"), training=training)
+    logits = tf.cast(self.logit(summary), tf.float32)                     # [B, C]
+    outputs = {"logits": logits}
+    if self.is_regression:
+      outputs["score"] = logits[:, 0]
+    return outputs
+
+  def get_config(self):
+    return {"encoder": tf_keras.layers.serialize(self.encoder),
+            "num_classes": self.num_classes, "summary_type": self.summary_type,
+            "use_proj": self.use_proj, "dropout_rate": self.dropout_rate,
+            "is_regression": self.is_regression, "name": self.name}
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    config = dict(config)
+    encoder = tf_keras.layers.deserialize(config.pop("encoder"),
+                                          custom_objects=custom_objects)
+    return cls(encoder, **config)
+
+
+def build_classifier(config: XLNetConfig, num_classes: int, **kwargs) -> XLNetClassifier:
+  """A classifier for `config` with every weight created (random)."""
+  model = XLNetClassifier(XLNetEncoder(config, name="transformer"), num_classes,
+                          name="xlnet_classifier", **kwargs)
+  model.build()
+  return model
+
+
+def released_head_variables(model: XLNetClassifier, task_name: str) -> Dict[str, tf.Variable]:
+  """Released (TF1) name -> variable of the classification head."""
+  scope = f"model/{'regression' if model.is_regression else 'classification'}_{task_name}"
+  names = {f"{scope}/logit/kernel": model.logit.kernel,
+           f"{scope}/logit/bias": model.logit.bias}
+  if model.use_proj:
+    names["model/sequnece_summary/summary/kernel"] = model.sequence_summary.summary.kernel
+    names["model/sequnece_summary/summary/bias"] = model.sequence_summary.summary.bias
+  return names
+
+
+def load_released_classifier(model: XLNetClassifier, prefix: str, task_name: str) -> None:
+  """Loads a fine-tuned checkpoint of the original code (TF1, released names): encoder and
+  head. Raises ValueError naming the checkpoint and the missing or mis-shaped variable."""
+  from xlnet_tf import released_names  # pylint: disable=g-import-not-at-top
+  reader = tf.train.load_checkpoint(prefix)
+  shapes = reader.get_variable_to_shape_map()
+  targets = {**released_names.encoder_variables(model.encoder),
+             **released_head_variables(model, task_name)}
+  for name, variable in targets.items():
+    if name not in shapes:
+      raise ValueError(f"{prefix}: no variable {name} (task_name {task_name!r}; the "
+                       f"checkpoint has {sorted(k for k in shapes if 'transformer' not in k)})")
+    if list(shapes[name]) != variable.shape.as_list():
+      raise ValueError(f"{prefix}: {name} has shape {list(shapes[name])}, the model needs "
+                       f"{variable.shape.as_list()}")
+  for name, variable in targets.items():
+    variable.assign(reader.get_tensor(name))

@@ -1,0 +1,95 @@
+"""SavedModel export of a fine-tuned classifier: raw text in, probabilities out.
+
+Signatures (all batch-major, any batch size):
+  serving_default  text_a string [B] (and text_b string [B] for pair tasks)
+                   -> probabilities float32 [B, C], label string [B], label_id int32 [B]
+                      (regression: score float32 [B])
+  serving_ids      input_ids int32 [B, T], segment_ids int32 [B, T], input_mask float32
+                   [B, T] (1 = padding, the released layout) -> the same outputs
+Normalisation, SentencePiece (the model's bytes are inside the SavedModel), the released
+layout and the left padding run in the graph, so serving needs only TensorFlow and
+tensorflow-text:
+
+  import tensorflow as tf, tensorflow_text  # registers the SentencePiece ops
+  serve = tf.saved_model.load(EXPORT_DIR).signatures["serving_default"]
+  serve(text_a=tf.constant(["a gripping, beautifully acted film"]))["probabilities"]
+"""
+
+import os
+from typing import Dict, Optional
+
+import tensorflow as tf
+
+from xlnet_tf import pretrained
+from xlnet_tf.serving.text_encoder import XLNetTextEncoder
+from xlnet_tf.training.finetuning import ClassifierSpec
+from xlnet_tf.training.finetuning import load_classifier
+
+
+class ClassifierServing(tf.Module):
+  """The exported module: the classifier, the text encoder and the label names."""
+
+  def __init__(self, model, spec: ClassifierSpec, spiece_model: str,
+               pair: bool = False):
+    super().__init__(name="xlnet_classifier_serving")
+    self.model = model
+    self.spec = spec
+    self.pair = pair
+    self.text_encoder = XLNetTextEncoder(spiece_model, lower=spec.uncased)
+    self.label_names = tf.constant(list(spec.labels) if spec.labels else [""])
+
+  def outputs(self, features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    result = self.model(features, training=False)
+    if self.spec.is_regression:
+      return {"score": result["score"]}
+    probabilities = tf.nn.softmax(result["logits"], axis=-1)
+    label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+    return {"probabilities": probabilities, "label_id": label_id,
+            "label": tf.gather(self.label_names, label_id)}
+
+  def from_text(self, text_a, text_b=None):
+    features = self.text_encoder.classifier_inputs(text_a, text_b, self.spec.max_seq_length)
+    return self.outputs(features)
+
+  def signatures(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
+    strings = tf.TensorSpec([None], tf.string)
+    length = self.spec.max_seq_length
+    if self.pair:
+      text_fn = tf.function(lambda text_a, text_b: self.from_text(text_a, text_b))
+      text = text_fn.get_concrete_function(text_a=strings, text_b=strings)
+    else:
+      text_fn = tf.function(lambda text_a: self.from_text(text_a))
+      text = text_fn.get_concrete_function(text_a=strings)
+    ids_fn = tf.function(lambda input_ids, segment_ids, input_mask: self.outputs(
+        {"input_ids": input_ids, "segment_ids": segment_ids, "input_mask": input_mask}))
+    ids = ids_fn.get_concrete_function(
+        input_ids=tf.TensorSpec([None, length], tf.int32),
+        segment_ids=tf.TensorSpec([None, length], tf.int32),
+        input_mask=tf.TensorSpec([None, length], tf.float32))
+    return {"serving_default": text, "serving_ids": ids}
+
+
+def export_classifier(model_dir: str, export_dir: str, pair: Optional[bool] = None,
+                      spiece_model: Optional[str] = None) -> str:
+  """Exports the fine-tuned model in `model_dir` (see `finetuning.save_classifier`).
+
+  Args:
+    pair: whether serving_default takes text_b; default: the task's examples have B
+      (from classifier.json's task: GLUE pair tasks), else single sentences.
+    spiece_model: default `model_dir/spiece.model`.
+  Returns: export_dir.
+  """
+  model, spec = load_classifier(model_dir)
+  spiece_model = spiece_model or os.path.join(model_dir, pretrained.SPIECE_FILE)
+  if not tf.io.gfile.exists(spiece_model):
+    raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "
+                            f"SavedModel is missing (pass --spiece_model_file)")
+  if pair is None:
+    pair = spec.task_name in PAIR_TASKS
+  module = ClassifierServing(model, spec, spiece_model, pair=pair)
+  tf.saved_model.save(module, export_dir, signatures=module.signatures())
+  return export_dir
+
+
+# GLUE tasks whose examples are sentence pairs.
+PAIR_TASKS = ("mnli", "qnli", "qqp", "rte", "mrpc", "sts-b", "wnli")
