@@ -19,8 +19,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
-from official.common import distribute_utils  # noqa: E402
 
+from experiments import strategy_flags  # noqa: E402
 from xlnet_tf.configs import XLNetConfig  # noqa: E402
 from xlnet_tf.training import pretraining  # noqa: E402
 from xlnet_tf.training.memory import local_replica_count  # noqa: E402
@@ -78,15 +78,8 @@ flags.DEFINE_integer("max_checkpoints", 5, "Checkpoints kept.")
 flags.DEFINE_integer("stop_at_step", None, "Stop (with a checkpoint) at this step, e.g. to "
                      "train in time slices; rerun to continue. The schedule still ends at "
                      "--train_steps.")
-# Distribution.
-flags.DEFINE_enum("strategy", "default", ["default", "one_device", "mirrored",
-                                          "multi_worker", "tpu"], "Distribution strategy.")
-flags.DEFINE_string("tpu", None, "Cloud TPU name or address (implies --strategy=tpu).")
-flags.DEFINE_integer("num_gpus", 0, "GPUs for --strategy=mirrored/one_device.")
+# Distribution: see experiments/strategy_flags.py (--strategy, --tpu, --num_gpus).
 flags.mark_flags_as_required(["train_data", "model_dir"])
-
-_STRATEGY_NAMES = {"default": "off", "one_device": "one_device", "mirrored": "mirrored",
-                   "multi_worker": "multi_worker_mirrored", "tpu": "tpu"}
 
 
 def model_config(manifest) -> XLNetConfig:
@@ -121,9 +114,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   manifest = pretraining.check_data(FLAGS.train_data)        # before any model is built
-  strategy = distribute_utils.get_distribution_strategy(
-      distribution_strategy="tpu" if FLAGS.tpu else _STRATEGY_NAMES[FLAGS.strategy],
-      num_gpus=FLAGS.num_gpus, tpu_address=FLAGS.tpu)
+  strategy = strategy_flags.strategy_from_flags()
   num_hosts = max(1, strategy.num_replicas_in_sync // local_replica_count(strategy))
   check_flags_agree(manifest, num_hosts)
   options = pretraining.PretrainOptions(

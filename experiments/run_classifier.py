@@ -22,10 +22,10 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 import numpy as np  # noqa: E402
-from official.common import distribute_utils  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from xlnet_tf import pretrained  # noqa: E402
+from experiments import strategy_flags  # noqa: E402
 from xlnet_tf.configs import XLNetConfig  # noqa: E402
 from xlnet_tf.data import classifier_features  # noqa: E402
 from xlnet_tf.data import classifier_tasks  # noqa: E402
@@ -74,10 +74,6 @@ flags.DEFINE_float("weight_decay", 0.0, "Decoupled weight decay.")
 flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.")
 flags.DEFINE_float("clip", 1.0, "Gradient clipping by global norm.")
 flags.DEFINE_enum("precision", "float32", sorted(finetuning.PRECISIONS), "Numerics.")
-flags.DEFINE_enum("strategy", "default", ["default", "one_device", "mirrored",
-                                          "multi_worker", "tpu"], "Distribution strategy.")
-flags.DEFINE_string("tpu", None, "Cloud TPU name or address.")
-flags.DEFINE_integer("num_gpus", 0, "GPUs for mirrored/one_device.")
 flags.DEFINE_integer("seed", 0, "Seed.")
 # The generic reader.
 flags.DEFINE_string("text_a_column", None, "generic: column (name or index) of text A.")
@@ -86,9 +82,6 @@ flags.DEFINE_string("label_column", None, "generic: column of the label.")
 flags.DEFINE_list("labels", None, "generic: the label set in id order (default: the sorted "
                   "labels of the train split).")
 flags.mark_flags_as_required(["task_name", "output_dir", "model_dir"])
-
-_STRATEGY_NAMES = {"default": "off", "one_device": "one_device", "mirrored": "mirrored",
-                   "multi_worker": "multi_worker_mirrored", "tpu": "tpu"}
 
 
 def _task():
@@ -156,9 +149,7 @@ def main(argv):
         XLNetConfig.from_json_file(_file(FLAGS.model_config_path, pretrained.CONFIG_FILE)),
         FLAGS.dropout, FLAGS.dropatt)
     _, train_path = _features(task, spec, "train", sp, spiece_path)
-    strategy = distribute_utils.get_distribution_strategy(
-        distribution_strategy="tpu" if FLAGS.tpu else _STRATEGY_NAMES[FLAGS.strategy],
-        num_gpus=FLAGS.num_gpus, tpu_address=FLAGS.tpu)
+    strategy = strategy_flags.strategy_from_flags()
     divisor = strategy.num_replicas_in_sync * FLAGS.grad_accum_steps
     if FLAGS.train_batch_size % divisor:
       raise app.UsageError(f"--train_batch_size ({FLAGS.train_batch_size}) must be "
