@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-requirements
 PYTEST_ARGS ?=
 
-.PHONY: help venv test test-fast bench bench-data bench-pretrain clean
+.PHONY: help venv test test-fast bench bench-data bench-pretrain bench-serving clean
 
 help:
 	@echo "make test       create $(VENV) if missing, install requirements*.txt, run all tests"
@@ -13,6 +13,7 @@ help:
 	@echo "make bench      forward/training-step tokens/s, base size, seq 512 (vs HuggingFace)"
 	@echo "make bench-data create_pretraining_data tokens/s (1 and 2 workers), reader examples/s"
 	@echo "make bench-pretrain training tokens/s vs Model Garden XLNetBase (fp32, XLA)"
+	@echo "make bench-serving  SavedModel latency (batch 1, 32; seq 128) vs HuggingFace"
 	@echo "make clean      remove $(VENV) and caches"
 
 venv: $(STAMP)
@@ -36,6 +37,9 @@ bench-data: $(STAMP)
 
 bench-pretrain: $(STAMP)
 	$(BIN)/python -m experiments.benchmark_pretrain
+
+bench-serving: $(STAMP)
+	$(BIN)/python -m experiments.benchmark_serving
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
