@@ -119,13 +119,13 @@ def _features(task, spec, split, sp, spiece_path):
   return examples, path
 
 
-def _evaluate(model, task, spec, examples, path, split):
+def _predictions(model, spec, path):
+  """Scores (regression) or class ids of every cached example, in order."""
   dataset = classifier_features.classifier_dataset(
       path, FLAGS.eval_batch_size, is_training=False, max_seq_length=spec.max_seq_length,
       is_regression=spec.is_regression)
   outputs = predict(model, dataset)
-  predictions = outputs["score"] if spec.is_regression else np.argmax(outputs["logits"], -1)
-  return outputs, predictions
+  return outputs["score"] if spec.is_regression else np.argmax(outputs["logits"], -1)
 
 
 def main(argv):
@@ -178,7 +178,7 @@ def main(argv):
     model, spec = finetuning.load_classifier(final_dir)
   if FLAGS.do_eval:
     examples, path = _features(task, spec, FLAGS.eval_split, sp, spiece_path)
-    _, predictions = _evaluate(model, task, spec, examples, path, FLAGS.eval_split)
+    predictions = _predictions(model, spec, path)
     labels = [classifier_features.label_id(e, spec.labels, spec.is_regression)
               for e in examples]
     results = classifier_metrics.task_metrics(task, predictions, np.array(labels))
@@ -191,7 +191,7 @@ def main(argv):
                     for k, v in results.items()))
   if FLAGS.do_predict:
     examples, path = _features(task, spec, "test", sp, spiece_path)
-    _, predictions = _evaluate(model, task, spec, examples, path, "test")
+    predictions = _predictions(model, spec, path)
     out = os.path.join(FLAGS.output_dir, f"{task.name}_test_predictions.tsv")
     classifier_metrics.write_glue_predictions(
         out, task, predictions, [classifier_tasks.glue_index(e.guid) for e in examples])

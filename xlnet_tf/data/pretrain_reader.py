@@ -69,10 +69,7 @@ def pretrain_dataset(path: str, batch_size: int,
     raise ValueError(f"{path}: {len(manifest['shards'])} shard(s) cannot feed "
                      f"{num_pipelines} input pipelines; make more shards (smaller "
                      f"--chunk_bytes) or use fewer hosts")
-  missing = [s for s in shards if not tf.io.gfile.exists(s)]
-  if missing:
-    raise FileNotFoundError(f"{path}: the manifest lists {missing[0]}, which is missing "
-                            f"({len(missing)} missing shard(s))")
+  pretrain_records.check_shards_exist(shards, path)
 
   order = replica_row_order(rows_per_step, settings["num_core_per_host"],
                             settings["bi_data"], replicas)

@@ -139,3 +139,11 @@ def _read_manifest(path: str) -> Dict[str, Any]:
 
 def shard_paths(manifest: Mapping[str, Any]) -> List[str]:
   return [shard["path"] for shard in manifest["shards"]]
+
+
+def check_shards_exist(paths: List[str], source: str) -> None:
+  """Raises FileNotFoundError naming `source` and a missing shard, if any is missing."""
+  missing = [p for p in paths if not tf.io.gfile.exists(p)]
+  if missing:
+    raise FileNotFoundError(f"{source}: {len(missing)} shard(s) listed in the manifest are "
+                            f"missing, e.g. {missing[0]}")

@@ -15,6 +15,8 @@ import orbit
 import tensorflow as tf
 import tf_keras
 
+from xlnet_tf.training import optimization
+
 MODEL_INPUTS = ("input_ids", "segment_ids", "input_mask")
 
 
@@ -104,12 +106,9 @@ class ClassifierTrainer(orbit.StandardTrainer):
     start, start_step = self._loop_start
     steps = int(self.global_step.numpy()) - start_step
     seconds = max(time.time() - start, 1e-9)
-    learning_rate = self.optimizer.learning_rate
-    if callable(learning_rate):
-      learning_rate = learning_rate(self.global_step)
     logging.info("step %d | loss %.4f | %.2f steps/s", int(self.global_step.numpy()), loss,
                  steps / seconds)
-    return {"loss": loss, "learning_rate": float(tf.convert_to_tensor(learning_rate)),
+    return {"loss": loss, "learning_rate": optimization.current_learning_rate(self.optimizer),
             "steps_per_sec": steps / seconds}
 
 

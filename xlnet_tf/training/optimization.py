@@ -30,6 +30,14 @@ def uses_weight_decay(variable_name: str) -> bool:
   return not any(re.search(p, variable_name) for p in DECAY_EXCLUDE)
 
 
+def current_learning_rate(optimizer) -> float:
+  """The learning rate `optimizer` applies at its current step (schedule evaluated)."""
+  learning_rate = optimizer.learning_rate
+  if callable(learning_rate):
+    learning_rate = learning_rate(optimizer.iterations)
+  return float(tf.convert_to_tensor(learning_rate).numpy())
+
+
 def learning_rate_schedule(learning_rate: float, train_steps: int, warmup_steps: int,
                            min_lr_ratio: float = 0.0):
   """Linear warmup from 0 to `learning_rate` over `warmup_steps`, then linear decay to

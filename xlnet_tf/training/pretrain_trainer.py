@@ -18,6 +18,7 @@ import tensorflow as tf
 import tf_keras
 
 from xlnet_tf.models.losses import target_cross_entropy
+from xlnet_tf.training import optimization
 from xlnet_tf.training.memory import ReplicaMemories
 
 MODEL_INPUTS = ("input_ids", "segment_ids", "input_mask", "perm_mask", "target_mapping")
@@ -119,11 +120,8 @@ class PretrainTrainer(orbit.StandardTrainer):
       self.memories.to_host()
     seconds = max(time.time() - self._loop_start, 1e-9)
     steps = step - self._loop_start_step
-    learning_rate = self.optimizer.learning_rate
-    if callable(learning_rate):
-      learning_rate = learning_rate(self.global_step)
     outputs = {"loss": loss, "grad_norm": float(self.grad_norm_metric.result().numpy()),
-               "learning_rate": float(tf.convert_to_tensor(learning_rate).numpy()),
+               "learning_rate": optimization.current_learning_rate(self.optimizer),
                "tokens_per_sec": self.tokens_per_step * steps / seconds}
     eta = ""
     if self.total_steps:

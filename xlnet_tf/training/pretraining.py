@@ -61,10 +61,8 @@ def check_data(data_path: str) -> Dict[str, Any]:
   manifest = pretrain_records.load_manifest(data_path)
   if not manifest["shards"] or manifest["counts"].get("examples", 0) == 0:
     raise ValueError(f"--train_data {data_path}: the manifest lists no examples")
-  missing = [s["path"] for s in manifest["shards"] if not tf.io.gfile.exists(s["path"])]
-  if missing:
-    raise FileNotFoundError(f"--train_data {data_path}: {len(missing)} shard(s) listed in "
-                            f"the manifest are missing, e.g. {missing[0]}")
+  pretrain_records.check_shards_exist(pretrain_records.shard_paths(manifest),
+                                      f"--train_data {data_path}")
   return manifest
 
 
