@@ -1,13 +1,23 @@
-# Quickstart: `make test` (creates .venv, installs the pinned requirements, runs the suite).
+# Quickstart: `make demo` (creates .venv, installs the pinned requirements, runs the whole
+# pipeline on the bundled data), then `make test` (the test suite).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-requirements
 PYTEST_ARGS ?=
 
-.PHONY: help venv test test-fast bench bench-data bench-pretrain bench-serving clean
+.PHONY: help venv demo ablation pictures test test-fast bench bench-data bench-pretrain \
+	bench-serving clean
+
+DEMO_DIR ?= runs/demo
+ABLATION_DIR ?= runs/ablation
+FORCE ?=
 
 help:
+	@echo "make demo       SentencePiece -> records -> pretrain -> fine-tune -> SavedModel -> serve,"
+	@echo "                on the bundled data (~15 min on 2 cores); FORCE=1 redoes finished stages"
+	@echo "make ablation   the Table 6 ablation grid at small scale (several hours on 2 cores)"
+	@echo "make pictures   mask, attention and training-curve PNGs from the demo's run"
 	@echo "make test       create $(VENV) if missing, install requirements*.txt, run all tests"
 	@echo "make test-fast  the suite without tests marked slow"
 	@echo "make bench      forward/training-step tokens/s, base size, seq 512 (vs HuggingFace)"
@@ -22,6 +32,19 @@ $(STAMP): requirements.txt requirements-test.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -r requirements.txt -r requirements-test.txt
 	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m experiments.demo --work_dir=$(DEMO_DIR) $(if $(FORCE),--force,)
+
+ablation: $(STAMP)
+	$(BIN)/python -m experiments.ablation --work_dir=$(ABLATION_DIR)
+
+pictures: $(STAMP)
+	$(BIN)/python -m experiments.plots masks --order=3,2,4,1 --out=$(DEMO_DIR)/masks.png
+	$(BIN)/python -m experiments.plots attention --model_dir=$(DEMO_DIR)/pretrain/export \
+	    --out=$(DEMO_DIR)/attention.png
+	$(BIN)/python -m experiments.plots curves --event_dir=$(DEMO_DIR)/pretrain/train \
+	    --out=$(DEMO_DIR)/curves.png
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

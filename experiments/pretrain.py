@@ -69,6 +69,8 @@ flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.")
 flags.DEFINE_float("clip", 1.0, "Gradient clipping by global norm.")
 flags.DEFINE_enum("precision", "float32", sorted(pretraining.PRECISIONS), "Numerics.")
 flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass.")
+flags.DEFINE_enum("objective", "plm", ["plm", "mlm"], "plm: XLNet's permutation LM; mlm: "
+                  "the BERT-style masked-LM baseline on the same rows (for ablations).")
 flags.DEFINE_integer("seed", 0, "Seed of the initialisation, dropout and shard order.")
 # Loop, checkpoints.
 flags.DEFINE_integer("steps_per_loop", 1000, "Steps per tf.function call (the original "
@@ -125,7 +127,8 @@ def main(argv):
       steps_per_loop=FLAGS.steps_per_loop, save_steps=FLAGS.save_steps,
       max_checkpoints=FLAGS.max_checkpoints, precision=FLAGS.precision,
       jit_compile=FLAGS.jit_compile, init_checkpoint=FLAGS.init_checkpoint,
-      export_dir=FLAGS.export_dir, seed=FLAGS.seed, stop_at_step=FLAGS.stop_at_step)
+      export_dir=FLAGS.export_dir, seed=FLAGS.seed, stop_at_step=FLAGS.stop_at_step,
+      objective=FLAGS.objective)
   logging.info("strategy %s with %d replica(s)", type(strategy).__name__,
                strategy.num_replicas_in_sync)
   summary = pretraining.run_pretraining(strategy, model_config(manifest), FLAGS.train_data,

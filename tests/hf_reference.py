@@ -38,8 +38,8 @@ def make_hf_model(config: XLNetConfig, seed: int = 0) -> "transformers.XLNetLMHe
 def hf_forward(model, inputs, mems=None):
   """Runs HF on batch-major numpy inputs; returns batch-major numpy outputs.
 
-  Returns a dict with content [B,T,D], query [B,P,D] (with target_mapping), logits and
-  new_mems (list of [B,M,D]).
+  Returns a dict with content [B,T,D], query [B,P,D] (with target_mapping), logits,
+  new_mems (list of [B,M,D]) and attentions (per layer, content stream [B,N,T,K]).
   """
   def tensor(name, dtype):
     return torch.as_tensor(np.asarray(inputs[name]), dtype=dtype) if name in inputs else None
@@ -50,7 +50,7 @@ def hf_forward(model, inputs, mems=None):
       input_mask=tensor("input_mask", torch.float32),
       perm_mask=tensor("perm_mask", torch.float32),
       target_mapping=tensor("target_mapping", torch.float32),
-      use_mems=True, output_hidden_states=True, return_dict=True)
+      use_mems=True, output_hidden_states=True, output_attentions=True, return_dict=True)
   if mems is not None:   # HF memories are time-major [M, B, D]
     kwargs["mems"] = [torch.as_tensor(np.asarray(m)).transpose(0, 1).contiguous()
                       for m in mems]
@@ -58,6 +58,9 @@ def hf_forward(model, inputs, mems=None):
     out = model(**kwargs)
   result = {"logits": out.logits.numpy(),
             "new_mems": [m.transpose(0, 1).numpy() for m in out.mems]}
+  # Per layer [B, N, T, K]; with target_mapping HF gives (content, query) pairs.
+  result["attentions"] = [(a[0] if isinstance(a, tuple) else a).numpy()
+                          for a in out.attentions]
   if "target_mapping" in inputs:   # hidden_states = (h0, g0, ..., hL, gL)
     result["content"] = out.hidden_states[-2].numpy()
     result["query"] = out.hidden_states[-1].numpy()

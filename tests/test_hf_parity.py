@@ -2,7 +2,8 @@
 
 Each scenario builds an HF XLNetLMHeadModel with random weights, saves it with HF's own
 `save_pretrained`, converts the directory with `xlnet_tf.convert`, loads it with
-`load_pretrained` and compares content output, query output, logits and new memories:
+`load_pretrained` and compares content output, query output, logits, new memories and
+the content stream's attention probabilities (`output_attentions`):
 max |ours - HF| <= 1e-5 * max(1, max |HF|), step by step, each model fed its own memories.
 """
 
@@ -110,6 +111,10 @@ def test_matches_huggingface(name, tmp_path):
     keys = ["content", "logits"] + (["query"] if "target_mapping" in inputs else [])
     for key in keys:
       errors[f"step{step}/{key}"] = max_rel_error(outputs[key], reference[key])
+    attentions = model.encoder(feed, output_attentions=True)["attentions"]
+    assert len(attentions) == config.n_layer
+    for i, (ours, ref) in enumerate(zip(attentions, reference["attentions"])):
+      errors[f"step{step}/attentions[{i}]"] = max_rel_error(ours, ref)
     if config.mem_len:
       assert len(outputs["new_mems"]) == config.n_layer
       for i, (ours, ref) in enumerate(zip(outputs["new_mems"], reference["new_mems"])):

@@ -17,16 +17,20 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet_tf import masks
+from xlnet_tf.data import masked_lm
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.data.tokenization import CLS_ID
 from xlnet_tf.data.tokenization import SEP_ID
+
+OBJECTIVES = ("plm", "mlm")
 
 
 def pretrain_dataset(path: str, batch_size: int,
                      input_context: Optional[tf.distribute.InputContext] = None, *,
                      shuffle_shards: bool = True, seed: int = 0, repeat: bool = True,
                      skip_steps: int = 0,
-                     manifest: Optional[Dict[str, Any]] = None) -> tf.data.Dataset:
+                     manifest: Optional[Dict[str, Any]] = None,
+                     objective: str = "plm") -> tf.data.Dataset:
   """A dataset of per-replica batches of pretraining inputs, static shapes.
 
   Args:
@@ -40,12 +44,18 @@ def pretrain_dataset(path: str, batch_size: int,
     skip_steps: resume after this many steps (the shard order is a function of `seed`, so
       skipping the records of `skip_steps` steps continues exactly where a run stopped).
     manifest: an already loaded manifest (else read from `path`).
+    objective: "plm" (permutation LM, the records as made) or "mlm" (BERT-style masked LM
+      on the same rows, see `masked_lm.masked_lm_inputs`; the corruption of step s is a
+      function of (seed, s, pipeline), so resuming reproduces it).
   Returns:
     Batches (dicts) with input_ids int32 [B, T], segment_ids int32 [B, T], input_mask
     float32 [B, T] (zeros: rows have no padding), perm_mask float32 [B, T, T],
     target_mapping float32 [B, P, T], target int32 [B, P], target_mask float32 [B, P],
     and stream_index / stream_step int32 [B] (which stream and step each row is).
+    With objective "mlm" there is no perm_mask and P = round(0.15 T).
   """
+  if objective not in OBJECTIVES:
+    raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
   manifest = manifest or pretrain_records.load_manifest(path)
   settings = manifest["settings"]
   seq_len, num_predict = settings["seq_len"], settings["num_predict"]
@@ -76,10 +86,16 @@ def pretrain_dataset(path: str, batch_size: int,
   spec = pretrain_records.feature_spec(seq_len, num_predict)
   reuse_len = settings["reuse_len"]
 
-  def expand(serialized):                                   # [rows_per_step] strings
+  vocab_size = manifest["spiece"]["vocab_size"]
+
+  def expand(step, serialized):                             # [rows_per_step] strings
     record = tf.io.parse_example(serialized, spec)
     record = {k: tf.gather(v, order) for k, v in record.items()}
     batch = expand_records(record, seq_len, reuse_len)
+    if objective == "mlm":
+      stream = tf.cast(step, tf.int32) * num_pipelines + pipeline_id
+      batch = masked_lm.masked_lm_inputs(batch, tf.stack([tf.constant(seed, tf.int32), stream]),
+                                         vocab_size)
     return {k: tf.reshape(v, [replicas, batch_size] + v.shape[1:].as_list())
             for k, v in batch.items()}
 
@@ -92,6 +108,7 @@ def pretrain_dataset(path: str, batch_size: int,
   if skip_steps:
     dataset = dataset.skip(skip_steps * rows_per_step)           # whole steps: cheap, unparsed
   dataset = dataset.batch(rows_per_step, drop_remainder=True)       # one step, slot order
+  dataset = dataset.enumerate(start=skip_steps)                     # (step, rows)
   dataset = dataset.map(expand, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   dataset = dataset.unbatch()                                       # one batch per replica
   return dataset.prefetch(tf.data.AUTOTUNE)

@@ -99,7 +99,7 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
   def call(self, content, query=None, *, position_encoding, r_w_bias, r_r_bias,
            r_s_bias=None, seg_embed=None, memory=None, content_mask=None,
            content_segments=None, query_positions=None, query_valid=None, query_mask=None,
-           query_segments=None, training=None):
+           query_segments=None, training=None, return_attention=False):
     keys_in = content if memory is None else tf.concat([memory, content], axis=1)  # [B,K,D]
     key = tf.einsum("bkd,dnh->bknh", keys_in, self.k_kernel)                     # [B,K,N,H]
     value = tf.einsum("bkd,dnh->bknh", keys_in, self.v_kernel)                   # [B,K,N,H]
@@ -107,23 +107,25 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
     biases = (r_w_bias, r_r_bias, r_s_bias, seg_embed)
 
     q_content = tf.einsum("btd,dnh->btnh", content, self.q_kernel)               # [B,T,N,H]
-    attended = self._attend(q_content, key, value, position_key, biases,
-                            content_segments, content_mask, training)
+    attended, content_probs = self._attend(q_content, key, value, position_key, biases,
+                                           content_segments, content_mask, training)
     content_out = self._project_and_normalize(attended, content, training)
 
-    query_out = None
+    query_out = query_probs = None
     if query is not None:
       q_query = tf.einsum("bpd,dnh->bpnh", query, self.q_kernel)                 # [B,P,N,H]
-      attended = self._attend(q_query, key, value, position_key, biases, query_segments,
-                              query_mask, training, positions=query_positions,
-                              qlen=tf.shape(content)[1])
+      attended, query_probs = self._attend(
+          q_query, key, value, position_key, biases, query_segments, query_mask, training,
+          positions=query_positions, qlen=tf.shape(content)[1])
       attended = attended * tf.cast(query_valid, attended.dtype)[:, :, None, None]
       query_out = self._project_and_normalize(attended, query, training)
+    if return_attention:
+      return content_out, query_out, (content_probs, query_probs)
     return content_out, query_out
 
   def _attend(self, q, key, value, position_key, biases, segments, mask, training,
               positions=None, qlen=None):
-    """Attention of queries q [B, I, N, H] over the keys: returns [B, I, N, H].
+    """Attention of queries q [B, I, N, H] over the keys: ([B, I, N, H], probs [B, N, I, K]).
 
     For the query stream, `positions` [B, I] are the queries' positions in the current
     segment of length `qlen`; otherwise the queries are positions 0..T-1.
@@ -143,8 +145,9 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
     score *= 1.0 / (self.head_size ** 0.5)
     if mask is not None:
       score += tf.cast(mask[:, None], score.dtype) * masks.large_negative(score.dtype)
-    probs = self.attention_dropout(tf.nn.softmax(score, axis=-1), training=training)
-    return tf.einsum("bnij,bjnh->binh", probs, value)
+    probs = tf.nn.softmax(score, axis=-1)
+    dropped = self.attention_dropout(probs, training=training)
+    return tf.einsum("bnij,bjnh->binh", dropped, value), probs
 
   @staticmethod
   def _position_scores(q, position_key):

@@ -47,11 +47,17 @@ class TwoStreamBlock(tf_keras.layers.Layer):
     build_in_scope(self.feed_forward, input_shape)
     super().build(input_shape)
 
-  def call(self, content, query=None, training=None, **attention_inputs):
-    content, query = self.attention(content, query, training=training, **attention_inputs)
+  def call(self, content, query=None, training=None, return_attention=False,
+           **attention_inputs):
+    """(content, query), or with `return_attention` (content, query, (content-stream
+    attention probabilities [B, N, T, K], query-stream ones [B, N, P, K] or None))."""
+    content, query, probs = self.attention(content, query, training=training,
+                                           return_attention=True, **attention_inputs)
     content = self.feed_forward(content, training=training)
     if query is not None:
       query = self.feed_forward(query, training=training)
+    if return_attention:
+      return content, query, probs
     return content, query
 
   def get_config(self):

@@ -19,6 +19,10 @@ class XLNetPretrainer(tf_keras.Model):
   `logits` float32: [B, P, V] from the query stream when `target_mapping` is given,
   else [B, T, V] from the content stream.
 
+  objective: "plm" (XLNet) or "mlm", the BERT-style denoising baseline of the ablation:
+  `target_mapping` then selects the targets' CONTENT-stream outputs (no query stream;
+  the inputs carry <mask> and no perm_mask; see `xlnet_tf.data.masked_lm`).
+
   Example:
     >>> cfg = XLNetConfig(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=100)
     >>> model = XLNetPretrainer(XLNetEncoder(cfg))
@@ -26,8 +30,11 @@ class XLNetPretrainer(tf_keras.Model):
     TensorShape([1, 3, 100])
   """
 
-  def __init__(self, encoder: XLNetEncoder, **kwargs):
+  def __init__(self, encoder: XLNetEncoder, objective: str = "plm", **kwargs):
     super().__init__(**kwargs)
+    if objective not in ("plm", "mlm"):
+      raise ValueError(f"objective must be 'plm' or 'mlm', got {objective!r}")
+    self.objective = objective
     self.encoder = encoder
     self.lm_head = TiedLMHead(encoder.config.n_token, name="lm_loss")
 
@@ -43,13 +50,23 @@ class XLNetPretrainer(tf_keras.Model):
     self.built = True
 
   def call(self, inputs: Mapping[str, Any], training=None) -> Dict[str, Any]:
+    if self.objective == "mlm" and inputs.get("target_mapping") is not None:
+      target_mapping = inputs["target_mapping"]                            # [B, P, T]
+      encoder_inputs = {k: v for k, v in inputs.items()
+                        if k not in ("target_mapping", "perm_mask")}
+      outputs = dict(self.encoder(encoder_inputs, training=training))
+      hidden = tf.einsum("bpt,btd->bpd", tf.cast(target_mapping, outputs["content"].dtype),
+                         outputs["content"])                               # [B, P, D]
+      outputs["logits"] = self.lm_head(hidden, self.encoder.word_embedding)
+      return outputs
     outputs = dict(self.encoder(inputs, training=training))
     hidden = outputs["query"] if "query" in outputs else outputs["content"]
     outputs["logits"] = self.lm_head(hidden, self.encoder.word_embedding)
     return outputs
 
   def get_config(self):
-    return {"encoder": tf_keras.layers.serialize(self.encoder), "name": self.name}
+    return {"encoder": tf_keras.layers.serialize(self.encoder), "objective": self.objective,
+            "name": self.name}
 
   @classmethod
   def from_config(cls, config, custom_objects=None):
@@ -59,8 +76,9 @@ class XLNetPretrainer(tf_keras.Model):
     return cls(encoder, **config)
 
 
-def build_pretrainer(config: XLNetConfig) -> XLNetPretrainer:
+def build_pretrainer(config: XLNetConfig, objective: str = "plm") -> XLNetPretrainer:
   """A pretraining model for `config` with all weights created (randomly initialised)."""
-  model = XLNetPretrainer(XLNetEncoder(config, name="transformer"), name="xlnet_pretrainer")
+  model = XLNetPretrainer(XLNetEncoder(config, name="transformer"), objective=objective,
+                          name="xlnet_pretrainer")
   model.build()
   return model

@@ -35,6 +35,9 @@ class XLNetEncoder(tf_keras.layers.Layer):
     new_mems: list of n_layer [B, M', D]: each layer's input, the first reuse_len tokens
       (all if reuse_len is 0) appended to mems, the last mem_len kept, no gradient.
       Empty when mem_len is 0.
+    attentions: with `output_attentions=True`, per layer the content stream's attention
+      probabilities [B, N, T, K] (K = M + T, memory first), before attention dropout;
+      with target_mapping also `query_attentions`, the query stream's [B, N, P, K].
 
   Example:
     >>> cfg = XLNetConfig(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=100)
@@ -81,7 +84,8 @@ class XLNetEncoder(tf_keras.layers.Layer):
   def _init(self):
     return normal_initializer(self.config.initializer_range)
 
-  def call(self, inputs: Mapping[str, Any], training=None) -> Dict[str, Any]:
+  def call(self, inputs: Mapping[str, Any], training=None,
+           output_attentions: bool = False) -> Dict[str, Any]:
     c = self.config
     input_ids = inputs["input_ids"]                                    # [B, T]
     segment_ids = inputs.get("segment_ids")
@@ -132,21 +136,29 @@ class XLNetEncoder(tf_keras.layers.Layer):
                            training=training)
 
     new_mems = []
+    attentions, query_attentions = [], []
     for i, block in enumerate(self.blocks):
       memory = tf.cast(mems[i], content.dtype) if mems is not None else None
       if c.mem_len > 0:
         new_mems.append(self._cache(content, memory))
-      content, query = block(
+      content, query, probs = block(
           content, query, memory=memory, position_encoding=position_encoding,
           r_w_bias=self.r_w_bias[i] if c.untie_r else self.r_w_bias,
           r_r_bias=self.r_r_bias[i] if c.untie_r else self.r_r_bias,
           r_s_bias=self.r_s_bias[i] if c.untie_r else self.r_s_bias,
           seg_embed=self.seg_embed[i], content_mask=content_mask,
-          content_segments=segments, training=training, **query_inputs)
+          content_segments=segments, training=training, return_attention=True,
+          **query_inputs)
+      attentions.append(probs[0])
+      query_attentions.append(probs[1])
 
     outputs = {"content": self.dropout(content, training=training), "new_mems": new_mems}
     if query is not None:
       outputs["query"] = self.dropout(query, training=training)
+    if output_attentions:
+      outputs["attentions"] = attentions          # per layer: content stream [B, N, T, K]
+      if query is not None:
+        outputs["query_attentions"] = query_attentions               # [B, N, P, K]
     return outputs
 
   def _cache(self, layer_input, memory):

@@ -79,7 +79,7 @@ class PretrainTrainer(orbit.StandardTrainer):
 
   def _replica_step(self, batch: Dict[str, tf.Tensor]):
     context = tf.distribute.get_replica_context()
-    inputs = {key: batch[key] for key in MODEL_INPUTS}
+    inputs = {key: batch[key] for key in MODEL_INPUTS if key in batch}   # mlm: no perm_mask
     if self.memories is not None:
       inputs["mems"] = self.memories.read(keep=batch["stream_step"] > 0)
     scale = self.optimizer.loss_scale if self.loss_scaled else tf.constant(1.0)
@@ -105,7 +105,9 @@ class PretrainTrainer(orbit.StandardTrainer):
       outputs = self.model(inputs, training=True)
       loss_sum, count = target_cross_entropy(outputs["logits"], target, target_mask)
       scaled = loss_sum * tf.cast(scale, loss_sum.dtype)
-    grads = tape.gradient(scaled, self.model.trainable_variables)
+    # Zeros for unused weights (mask_emb under the mlm objective), not None.
+    grads = tape.gradient(scaled, self.model.trainable_variables,
+                          unconnected_gradients=tf.UnconnectedGradients.ZERO)
     return loss_sum, count, grads, outputs["new_mems"]
 
   def train_loop_end(self) -> Dict[str, float]:

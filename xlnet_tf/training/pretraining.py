@@ -23,6 +23,7 @@ import tf_keras
 from xlnet_tf import pretrained
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import pretrain_dataset
+from xlnet_tf.data.pretrain_reader import OBJECTIVES
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.training import optimization
@@ -54,6 +55,7 @@ class PretrainOptions:
   export_dir: Optional[str] = None
   seed: int = 0
   stop_at_step: Optional[int] = None     # stop (and checkpoint) early; the schedule stays
+  objective: str = "plm"                 # or "mlm": the masked-LM baseline (ablations)
 
 
 def check_data(data_path: str) -> Dict[str, Any]:
@@ -79,6 +81,8 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
   if options.precision not in PRECISIONS:
     raise ValueError(f"--precision must be one of {sorted(PRECISIONS)}, got "
                      f"{options.precision!r}")
+  if options.objective not in OBJECTIVES:
+    raise ValueError(f"--objective must be one of {OBJECTIVES}, got {options.objective!r}")
   if settings["bi_data"] != config.bi_data or settings["reuse_len"] != config.reuse_len:
     raise ValueError(f"the model config says bi_data={config.bi_data}, reuse_len="
                      f"{config.reuse_len}; the records were made with bi_data="
@@ -101,7 +105,7 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
   batch_size = rows_per_step // local_replicas                       # per replica
 
   with strategy.scope():
-    model = build_pretrainer(config)
+    model = build_pretrainer(config, options.objective)
     optimizer = optimization.build_optimizer(
         options.learning_rate, options.train_steps, options.warmup_steps,
         weight_decay=options.weight_decay, adam_epsilon=options.adam_epsilon,
@@ -127,7 +131,8 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
 
   def dataset_fn(input_context):
     return pretrain_dataset(data_path, batch_size, input_context, seed=options.seed,
-                            skip_steps=start_step, manifest=manifest)
+                            skip_steps=start_step, manifest=manifest,
+                            objective=options.objective)
 
   dataset = strategy.distribute_datasets_from_function(dataset_fn)
   trainer = PretrainTrainer(

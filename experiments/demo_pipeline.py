@@ -1,0 +1,422 @@
+"""The demo's stages, from bundled text to a served SavedModel, each reusable when done.
+
+  corpus    the TRAIN split of the bundled movie-review sentences, shuffled (optionally
+            with the bundled Moby-Dick chapters)
+  spiece    SentencePiece on that corpus
+  records   pretraining TFRecords (data_prep.pipeline)
+  pretrain  a small XLNet (xlnet_tf.training.pretraining)
+  finetune  sentiment classification from the pretrained weights (and, for comparison,
+            from a random start); accuracy on the held-out dev and test splits
+  export    a SavedModel serving raw text (xlnet_tf.serving.export)
+  serve     experiments/classify_text.py in a fresh process: no xlnet_tf on its path
+
+Every stage writes its outputs into WORK_DIR/<stage>/ and, last, `stage.json` (its
+settings and summary). A stage whose `stage.json` holds the same settings is reused;
+a stage that runs again makes every later stage run again. Nothing of the dev and test
+sentences reaches SentencePiece or pretraining.
+
+  >>> settings = DemoSettings.for_size("tiny")
+  >>> summaries = run_all("/tmp/demo", settings)          # {stage: summary dict}
+"""
+
+import dataclasses
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from data_prep import pipeline
+from data_prep import train_sentencepiece
+from data_prep.pretraining_rows import RowSettings
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.data import classifier_features
+from xlnet_tf.data import classifier_tasks
+from xlnet_tf.data import tokenization
+from xlnet_tf.serving import export
+from xlnet_tf.training import finetuning
+from xlnet_tf.training import pretraining
+from xlnet_tf.training.classifier_trainer import predict
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MOBY_DICK_GLOB = os.path.join(REPO, "data_prep", "sample_data", "moby_dick", "chapter_*.txt")
+TASK = "movie_reviews"
+STAGES = ("corpus", "spiece", "records", "pretrain", "finetune", "export", "serve")
+DEMO_SENTENCES = (
+    "A gripping, beautifully acted film that stays with you.",
+    "Ninety minutes of tedium with a plot that makes no sense.",
+    "The performances are warm and funny, and the ending is earned.",
+    "A dull, lifeless remake that wastes its talented cast.",
+    "Ein großartiger Film.",
+    "",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoSettings:
+  """Sizes of every stage (`for_size` has the presets)."""
+  # The pretraining text: the train-split review sentences (shuffled), and Moby-Dick too
+  # with include_moby_dick (at this compute budget the out-of-domain novel dilutes
+  # pretraining: fine-tuning gains less from it; see experiments/README.md).
+  include_moby_dick: bool = False
+  # SentencePiece and records
+  vocab_size: int = 4000
+  seq_len: int = 64
+  reuse_len: int = 32
+  bsz: int = 16
+  num_predict: int = 11
+  perm_size: int = 32
+  mask_alpha: int = 6              # K: about 1 token in K is predicted
+  max_span: int = 5                # 1: single-token targets (no span-based prediction)
+  bi_data: bool = True
+  num_passes: int = 2
+  data_workers: int = 2
+  # model
+  n_layer: int = 2
+  d_model: int = 128
+  n_head: int = 4
+  d_inner: int = 256
+  mem_len: int = 32
+  dropout: float = 0.1
+  # pretraining (pretrain_steps 0: no pretraining, fine-tuning starts from random weights)
+  objective: str = "plm"           # or "mlm", the BERT-style baseline of the ablation
+  pretrain_steps: int = 3000
+  pretrain_lr: float = 1e-3
+  pretrain_warmup: int = 100
+  # fine-tuning
+  finetune_steps: int = 400
+  finetune_lr: float = 5e-4
+  finetune_batch: int = 32
+  max_seq_length: int = 64
+  summary_type: str = "mean"
+  train_examples: int = 0          # 0: the whole train split (8,468 sentences)
+  compare_random_init: bool = True
+  finetune_seeds: Tuple[int, ...] = (0,)
+  seed: int = 0                    # of the corpus order, the records and pretraining
+
+  @classmethod
+  def for_size(cls, size: str, **overrides) -> "DemoSettings":
+    """'demo' (about 15 minutes on 2 cores) or 'tiny' (CI smoke test, about a minute)."""
+    presets = {
+        "demo": {},
+        "tiny": dict(vocab_size=1000, pretrain_steps=20, pretrain_warmup=2, n_layer=1,
+                     d_model=32, n_head=2, d_inner=64, num_passes=1, finetune_steps=20,
+                     train_examples=256, compare_random_init=False),
+    }
+    if size not in presets:
+      raise ValueError(f"--size must be one of {sorted(presets)}, got {size!r}")
+    return dataclasses.replace(cls(), **{**presets[size], **overrides})
+
+  def model_config(self) -> XLNetConfig:
+    return XLNetConfig(n_layer=self.n_layer, d_model=self.d_model, n_head=self.n_head,
+                       d_head=self.d_model // self.n_head, d_inner=self.d_inner,
+                       n_token=self.vocab_size, dropout=self.dropout, dropatt=self.dropout,
+                       mem_len=self.mem_len, reuse_len=self.reuse_len, bi_data=self.bi_data)
+
+  def row_settings(self) -> RowSettings:
+    return RowSettings(seq_len=self.seq_len, reuse_len=self.reuse_len,
+                       num_predict=self.num_predict, bsz_per_host=self.bsz,
+                       num_core_per_host=1, bi_data=self.bi_data, perm_size=self.perm_size,
+                       mask_alpha=self.mask_alpha, max_span=self.max_span)
+
+
+# Which settings each stage depends on (besides the stages before it).
+_STAGE_FIELDS = {
+    "corpus": ("include_moby_dick", "seed"),
+    "spiece": ("vocab_size",),
+    "records": ("seq_len", "reuse_len", "bsz", "num_predict", "perm_size", "mask_alpha",
+                "max_span", "bi_data", "num_passes"),
+    "pretrain": ("n_layer", "d_model", "n_head", "d_inner", "mem_len", "dropout",
+                 "objective", "pretrain_steps", "pretrain_lr", "pretrain_warmup"),
+    "finetune": ("finetune_steps", "finetune_lr", "finetune_batch", "max_seq_length",
+                 "summary_type", "train_examples", "compare_random_init",
+                 "finetune_seeds"),
+    "export": (),
+    "serve": (),
+}
+
+
+def stage_dir(work_dir: str, stage: str) -> str:
+  return os.path.join(work_dir, stage)
+
+
+def _write_json_atomic(path: str, values: Dict[str, Any]) -> None:
+  partial = path + ".partial"
+  with open(partial, "w") as f:
+    f.write(json.dumps(values, indent=2, sort_keys=True) + "\n")
+  os.replace(partial, path)
+
+
+# ---- the stages ------------------------------------------------------------------------------
+# Each takes (work_dir, settings) and returns its summary (JSON-serialisable).
+
+def make_corpus(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
+  """Writes the pretraining text: the train-split review sentences (+ Moby-Dick)."""
+  out = stage_dir(work_dir, "corpus")
+  if settings.include_moby_dick:
+    chapters = sorted(glob.glob(MOBY_DICK_GLOB))
+    if not chapters:
+      raise FileNotFoundError(f"{MOBY_DICK_GLOB}: the bundled corpus is missing")
+    for path in chapters:
+      shutil.copy(path, out)
+  train = classifier_tasks.get_task(TASK).read(None, "train")
+  # The file is sorted by label; in that order neighbouring sentences would tell
+  # pretraining their polarity. Shuffled, the text carries no label information.
+  order = np.random.default_rng(settings.seed).permutation(len(train))
+  with open(os.path.join(out, "movie_reviews_train.txt"), "w", encoding="utf-8") as f:
+    f.write("\n".join(train[i].text_a for i in order) + "\n")
+  files = sorted(glob.glob(os.path.join(out, "*.txt")))
+  return {"files": len(files), "bytes": sum(os.path.getsize(p) for p in files),
+          "review_sentences": len(train)}
+
+
+def corpus_glob(work_dir: str) -> str:
+  return os.path.join(stage_dir(work_dir, "corpus"), "*.txt")
+
+
+def spiece_path(work_dir: str) -> str:
+  return os.path.join(stage_dir(work_dir, "spiece"), "spiece.model")
+
+
+def train_spiece(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
+  path = train_sentencepiece.train(corpus_glob(work_dir),
+                                   os.path.join(stage_dir(work_dir, "spiece"), "spiece"),
+                                   settings.vocab_size)
+  return {"model": path, "vocab_size": settings.vocab_size}
+
+
+def make_records(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
+  data = pipeline.DataSettings(rows=settings.row_settings(), input_format="document_per_file",
+                               num_passes=settings.num_passes, seed=settings.seed,
+                               chunk_bytes=1 << 20)
+  out = os.path.join(stage_dir(work_dir, "records"), "data")
+  manifest = pipeline.create(data, [corpus_glob(work_dir)], spiece_path(work_dir), out,
+                             num_workers=settings.data_workers)
+  counts = manifest["counts"]
+  return {"data": out, "tokens": counts["tokens"], "examples": counts["examples"],
+          "steps": counts["steps"], "shards": counts["shards"]}
+
+
+def pretrain(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
+  out = stage_dir(work_dir, "pretrain")
+  options = pretraining.PretrainOptions(
+      model_dir=out, train_steps=settings.pretrain_steps,
+      learning_rate=settings.pretrain_lr,
+      warmup_steps=min(settings.pretrain_warmup, settings.pretrain_steps // 10),
+      steps_per_loop=max(1, min(250, settings.pretrain_steps // 4)),
+      save_steps=settings.pretrain_steps, seed=settings.seed, objective=settings.objective)
+  result = pretraining.run_pretraining(
+      tf.distribute.get_strategy(), settings.model_config(),
+      os.path.join(stage_dir(work_dir, "records"), "data"), options)
+  return {"export_dir": result["export_dir"], "steps": result["step"],
+          "first_loss": result["losses"][0] if result["losses"] else None,
+          "final_loss": result["losses"][-1] if result["losses"] else None,
+          "tokens_seen": result["step"] * settings.bsz * settings.seq_len}
+
+
+def _correct(model, path: str, labels: np.ndarray) -> int:
+  dataset = classifier_features.classifier_dataset(path, 256, False)
+  logits = predict(model, dataset)["logits"]
+  return int((logits.argmax(-1) == labels).sum())
+
+
+def finetune_once(work_dir: str, settings: DemoSettings, init_checkpoint: Optional[str],
+                  model_dir: str, seed: int):
+  """(model, spec, result) of one fine-tuning run; result has the accuracy on dev, test
+  and both together ("held_out"), the majority-class accuracies and the final loss."""
+  task = classifier_tasks.get_task(TASK)
+  sp_path = spiece_path(work_dir)
+  sp = tokenization.load_spiece(sp_path)
+  train = task.read(None, "train")
+  if settings.train_examples:
+    # The file is sorted by label: take a seeded random subset, not a prefix.
+    order = np.random.default_rng(settings.seed).permutation(len(train))
+    train = [train[i] for i in sorted(order[:settings.train_examples])]
+  cache_dir = os.path.join(stage_dir(work_dir, "finetune"), "features")
+  spec = finetuning.ClassifierSpec(task_name=TASK, labels=task.labels,
+                                   max_seq_length=settings.max_seq_length,
+                                   summary_type=settings.summary_type)
+
+  def features(examples, split):
+    return classifier_features.cached_features(
+        examples, sp_path, settings.max_seq_length, label_list=task.labels, task=TASK,
+        split=split, cache_dir=cache_dir, sp=sp)
+
+  train_path = features(train, "train")
+  options = finetuning.FinetuneOptions(
+      model_dir=model_dir, train_steps=settings.finetune_steps,
+      learning_rate=settings.finetune_lr, warmup_steps=settings.finetune_steps // 10,
+      steps_per_loop=max(1, min(100, settings.finetune_steps)),
+      save_steps=settings.finetune_steps, init_checkpoint=init_checkpoint, seed=seed)
+  strategy = tf.distribute.get_strategy()
+  model, optimizer = finetuning.build_for_training(
+      strategy, finetuning.finetune_config(settings.model_config(), settings.dropout,
+                                           settings.dropout), spec, options,
+      dropout=settings.dropout)
+  trained = finetuning.train_classifier(
+      strategy, model, optimizer,
+      lambda ctx: classifier_features.classifier_dataset(
+          train_path, settings.finetune_batch, True, seed=seed, input_context=ctx),
+      options)
+  result = {"final_loss": trained["losses"][-1] if trained["losses"] else None}
+  correct = total = 0
+  for split in ("dev", "test"):
+    examples = task.read(None, split)
+    labels = np.array([task.labels.index(e.label) for e in examples])
+    hits = _correct(model, features(examples, split), labels)
+    result[split] = hits / len(labels)
+    result[f"{split}_majority"] = float(max(labels.mean(), 1 - labels.mean()))
+    correct, total = correct + hits, total + len(labels)
+  result["held_out"] = correct / total
+  return model, spec, result
+
+
+def finetune(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
+  """Fine-tunes once per seed of `finetune_seeds` (from the pretrained weights, and from
+  random ones with `compare_random_init`); saves the first pretrained run's model."""
+  out = stage_dir(work_dir, "finetune")
+  pretrained_dir = None
+  if settings.pretrain_steps:
+    pretrained_dir = os.path.join(stage_dir(work_dir, "pretrain"), "export")
+  inits = [("pretrained" if pretrained_dir else "random_init", pretrained_dir)]
+  if settings.compare_random_init and pretrained_dir:
+    inits.append(("random_init", None))
+  final = os.path.join(out, "final")
+  runs = []
+  for seed in settings.finetune_seeds:
+    for name, init in inits:
+      model, spec, result = finetune_once(work_dir, settings, init,
+                                          os.path.join(out, f"{name}-seed{seed}"), seed)
+      runs.append({"init": name, "seed": seed, **result})
+      if not os.path.exists(final):
+        finetuning.save_classifier(model, spec, final, spiece_path(work_dir))
+  summary = {"model_dir": final, "steps": settings.finetune_steps,
+             "train_examples": settings.train_examples or None, "runs": runs,
+             "majority": {k: runs[0][f"{k}_majority"] for k in ("dev", "test")}}
+  for name, _ in inits:
+    mine = [r for r in runs if r["init"] == name]
+    summary[name] = {key: float(np.mean([r[key] for r in mine]))
+                     for key in ("dev", "test", "held_out", "final_loss")
+                     if all(r[key] is not None for r in mine)}
+  summary["accuracy"] = summary[inits[0][0]]
+  return summary
+
+
+def export_model(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
+  out = os.path.join(stage_dir(work_dir, "export"), "saved_model")
+  if os.path.exists(out):
+    shutil.rmtree(out)
+  export.export_classifier(os.path.join(stage_dir(work_dir, "finetune"), "final"), out)
+  return {"saved_model": out}
+
+
+def serve(work_dir: str, settings: DemoSettings,
+          sentences=DEMO_SENTENCES) -> Dict[str, Any]:
+  """Runs classify_text.py in a fresh interpreter, outside the repository, no PYTHONPATH."""
+  saved_model = os.path.join(stage_dir(work_dir, "export"), "saved_model")
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  with tempfile.TemporaryDirectory() as empty:
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "experiments", "classify_text.py"),
+         "--saved_model", os.path.abspath(saved_model), "--json", *sentences],
+        cwd=empty, env=env, capture_output=True, text=True, timeout=600)
+  if result.returncode != 0:
+    raise RuntimeError(f"classify_text.py failed (exit {result.returncode}):\n"
+                       f"{result.stderr[-3000:]}")
+  predictions = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+  if len(predictions) != len(sentences):
+    raise RuntimeError(f"classify_text.py printed {len(predictions)} predictions for "
+                       f"{len(sentences)} sentences:\n{result.stdout}")
+  return {"predictions": predictions}
+
+
+STAGE_FUNCTIONS: Dict[str, Callable[[str, DemoSettings], Dict[str, Any]]] = {
+    "corpus": make_corpus, "spiece": train_spiece, "records": make_records,
+    "pretrain": pretrain, "finetune": finetune, "export": export_model, "serve": serve,
+}
+
+
+def stage_settings(settings: DemoSettings, stage: str) -> Dict[str, Any]:
+  """The settings that decide `stage`'s output, including all earlier stages'."""
+  fields = [f for s in STAGES[:STAGES.index(stage) + 1] for f in _STAGE_FIELDS[s]]
+  values = {f: getattr(settings, f) for f in fields}
+  return {f: list(v) if isinstance(v, tuple) else v for f, v in values.items()}   # as JSON
+
+
+def run_all(work_dir: str, settings: DemoSettings, force: bool = False,
+            stages=STAGES, report: Callable[[str], None] = print) -> Dict[str, Dict]:
+  """Runs (or reuses) `stages` in order; returns {stage: summary incl. seconds, reused}."""
+  os.makedirs(work_dir, exist_ok=True)
+  summaries: Dict[str, Dict] = {}
+  rerun = force
+  for number, stage in enumerate(stages, 1):
+    out = stage_dir(work_dir, stage)
+    marker = os.path.join(out, "stage.json")
+    wanted = stage_settings(settings, stage)
+    done = None
+    if not rerun and os.path.exists(marker):
+      with open(marker) as f:
+        done = json.load(f)
+      if done.get("settings") != wanted:
+        done = None
+    if done is not None:
+      report(f"[{number}/{len(stages)}] {stage}: reusing {out} (done before; FORCE=1 redoes)")
+      summaries[stage] = {**done["summary"], "seconds": done["seconds"], "reused": True}
+      continue
+    rerun = True                       # every later stage depends on this one
+    if os.path.exists(out):
+      shutil.rmtree(out)
+    os.makedirs(out)
+    report(f"[{number}/{len(stages)}] {stage}: running -> {out}")
+    start = time.time()
+    summary = STAGE_FUNCTIONS[stage](work_dir, settings)
+    seconds = time.time() - start
+    _write_json_atomic(marker, {"settings": wanted, "summary": summary, "seconds": seconds})
+    logging.info("stage %s done in %.1f s: %s", stage, seconds, summary)
+    report(f"[{number}/{len(stages)}] {stage}: done in {seconds:.0f} s")
+    summaries[stage] = {**summary, "seconds": seconds, "reused": False}
+  return summaries
+
+
+def summary_table(summaries: Dict[str, Dict]) -> List[str]:
+  """Markdown lines: stage, wall time, what it produced."""
+  def fmt_loss(value):
+    return "n/a" if value is None else f"{value:.3f}"
+
+  rows = []
+  for stage, s in summaries.items():
+    if stage == "corpus":
+      what = f"{s['files']} files, {s['bytes'] / 1e6:.2f} MB ({s['review_sentences']} " \
+             f"review sentences)"
+    elif stage == "spiece":
+      what = f"vocabulary {s['vocab_size']}"
+    elif stage == "records":
+      what = f"{s['tokens']:,} tokens -> {s['examples']:,} rows, {s['steps']:,} steps"
+    elif stage == "pretrain":
+      what = f"{s['steps']} steps, loss {fmt_loss(s['first_loss'])} -> " \
+             f"{fmt_loss(s['final_loss'])}"
+    elif stage == "finetune":
+      a, seeds = s["accuracy"], len(s["runs"]) // (2 if "pretrained" in s and
+                                                   "random_init" in s else 1)
+      what = (f"{s['steps']} steps x {seeds} seed(s); held-out accuracy {a['held_out']:.1%} "
+              f"(dev {a['dev']:.1%}, test {a['test']:.1%}; majority class "
+              f"{s['majority']['dev']:.1%}, {s['majority']['test']:.1%})")
+      if "pretrained" in s and "random_init" in s:
+        r = s["random_init"]
+        what += f"; from random init: {r['held_out']:.1%} (dev {r['dev']:.1%}, " \
+                f"test {r['test']:.1%})"
+    elif stage == "export":
+      what = s["saved_model"]
+    else:
+      what = f"{len(s['predictions'])} sentences classified in a fresh process"
+    reused = " (reused)" if s.get("reused") else ""
+    rows.append(f"| {stage} | {s['seconds']:.0f} s{reused} | {what} |")
+  return ["| stage | wall time | result |", "|---|---|---|", *rows]
