@@ -1,0 +1,144 @@
+"""XLNet's SQuAD head: start logits, end logits conditioned on the start, answerability.
+
+Variable names as released: `start_logits/dense` [D, 1]; `end_logits/dense_0` [2D, D],
+`end_logits/LayerNorm`, `end_logits/dense_1` [D, 1]; `answer_class/dense_0` [2D, D],
+`answer_class/dense_1` [D, 1] without bias.
+
+Training (`start_positions` given) conditions the end on the GOLD start and the answer
+class on the gold start's state. Inference keeps the `start_n_top` best starts, and for
+each the `end_n_top` best ends; the answer class sees the start states averaged with the
+start probabilities. All scores are LOG-probabilities, laid out start-major:
+end_top_log_probs [B, start_n_top, end_n_top] (HF flattens end-major; see the README).
+
+  >>> head = SquadHead(768, start_n_top=5, end_n_top=5)
+  >>> out = head(hidden, p_mask=p_mask, cls_index=cls_index)          # inference
+  >>> out["end_top_index"][b, i, j]       # j-th best end for the i-th best start
+"""
+
+import tensorflow as tf
+import tf_keras
+
+from xlnet_tf.layers.initializers import normal_initializer
+from xlnet_tf.masks import large_negative
+
+
+def _masked(logits, p_mask):
+  """logits with p_mask positions (1 = impossible) pushed to a large negative value."""
+  p_mask = tf.cast(p_mask, logits.dtype)
+  return logits * (1.0 - p_mask) + large_negative(logits.dtype) * p_mask
+
+
+@tf_keras.utils.register_keras_serializable(package="xlnet_tf")
+class SquadHead(tf_keras.layers.Layer):
+  """hidden [B, T, D] -> start/end logits (training) or top-k log-probabilities.
+
+  Call args: hidden [B, T, D]; p_mask [B, T] (1 = cannot be an answer boundary);
+  cls_index [B] int; start_positions [B] int (training: the gold starts).
+  Returns (training): start_logits [B, T], end_logits [B, T], cls_logits [B] (float32).
+  Returns (inference): start_top_log_probs, start_top_index [B, K1]; end_top_log_probs,
+  end_top_index [B, K1, K2]; cls_logits [B].
+  """
+
+  def __init__(self, hidden_size: int, start_n_top: int = 5, end_n_top: int = 5,
+               layer_norm_epsilon: float = 1e-12, initializer_range: float = 0.02,
+               dropout_rate: float = 0.1, **kwargs):
+    super().__init__(**kwargs)
+    self.hidden_size = hidden_size
+    self.start_n_top = start_n_top
+    self.end_n_top = end_n_top
+    self.layer_norm_epsilon = layer_norm_epsilon
+    self.initializer_range = initializer_range
+    self.dropout_rate = dropout_rate
+
+    def dense(units, name, use_bias=True, activation=None):
+      return tf_keras.layers.Dense(units, activation=activation, use_bias=use_bias,
+                                   kernel_initializer=normal_initializer(initializer_range),
+                                   name=name)
+
+    self.start_dense = dense(1, "start_logits/dense")
+    self.end_dense_0 = dense(hidden_size, "end_logits/dense_0", activation="tanh")
+    self.end_layer_norm = tf_keras.layers.LayerNormalization(
+        epsilon=layer_norm_epsilon, name="end_logits/LayerNorm")
+    self.end_dense_1 = dense(1, "end_logits/dense_1")
+    self.class_dense_0 = dense(hidden_size, "answer_class/dense_0", activation="tanh")
+    self.class_dense_1 = dense(1, "answer_class/dense_1", use_bias=False)
+    self.dropout = tf_keras.layers.Dropout(dropout_rate)
+
+  def build(self, input_shape=None):
+    d = self.hidden_size
+    for layer, width in ((self.start_dense, d), (self.end_dense_0, 2 * d),
+                         (self.end_layer_norm, d), (self.end_dense_1, d),
+                         (self.class_dense_0, 2 * d), (self.class_dense_1, d)):
+      with tf.name_scope(layer.name):
+        layer.build(tf.TensorShape([None, width]))
+    super().build(input_shape)
+
+  def start_logits(self, hidden, p_mask):
+    return _masked(tf.squeeze(self.start_dense(hidden), -1), p_mask)           # [B, T]
+
+  def end_logits(self, hidden, start_states, p_mask):
+    """hidden and start_states [..., D] of equal shape; p_mask broadcastable."""
+    shape = tf.shape(hidden)[:-1]
+    x = tf.reshape(tf.concat([hidden, start_states], axis=-1), [-1, 2 * self.hidden_size])
+    x = self.end_layer_norm(self.end_dense_0(x))                      # [N, D], N = prod(...)
+    return _masked(tf.reshape(self.end_dense_1(x), shape), p_mask)
+
+  def answer_class(self, start_states, cls_states, training=None):
+    """[B, D] and [B, D] -> [B]: the logit that the question has NO answer."""
+    x = self.class_dense_0(tf.concat([start_states, cls_states], axis=-1))
+    x = self.dropout(x, training=training)
+    return tf.squeeze(self.class_dense_1(x), -1)
+
+  def call(self, hidden, p_mask, cls_index, start_positions=None, training=None):
+    hidden = tf.cast(hidden, self.compute_dtype)
+    cls_states = tf.gather(hidden, cls_index, batch_dims=1)                     # [B, D]
+    start_logits = self.start_logits(hidden, p_mask)
+    if start_positions is not None:
+      start_states = tf.gather(hidden, start_positions, batch_dims=1)           # [B, D]
+      tiled = tf.broadcast_to(start_states[:, None], tf.shape(hidden))           # [B, T, D]
+      end_logits = self.end_logits(hidden, tiled, p_mask)
+      cls_logits = self.answer_class(start_states, cls_states, training=training)
+      return {"start_logits": tf.cast(start_logits, tf.float32),
+              "end_logits": tf.cast(end_logits, tf.float32),
+              "cls_logits": tf.cast(cls_logits, tf.float32)}
+
+    start_log_probs = tf.nn.log_softmax(tf.cast(start_logits, tf.float32), axis=-1)
+    start_top_log_probs, start_top_index = tf.math.top_k(start_log_probs,
+                                                         k=self.start_n_top)    # [B, K1]
+    start_states = tf.gather(hidden, start_top_index, batch_dims=1)             # [B, K1, D]
+    length = tf.shape(hidden)[1]
+    hidden_k = tf.broadcast_to(hidden[:, None], [tf.shape(hidden)[0], self.start_n_top,
+                                                 length, self.hidden_size])    # [B,K1,T,D]
+    start_k = tf.broadcast_to(start_states[:, :, None], tf.shape(hidden_k))
+    end_logits = self.end_logits(hidden_k, start_k, p_mask[:, None])           # [B, K1, T]
+    end_log_probs = tf.nn.log_softmax(tf.cast(end_logits, tf.float32), axis=-1)
+    end_top_log_probs, end_top_index = tf.math.top_k(end_log_probs,
+                                                     k=self.end_n_top)          # [B,K1,K2]
+    start_probs = tf.exp(start_log_probs)
+    expected_start = tf.einsum("bt,btd->bd", tf.cast(start_probs, hidden.dtype), hidden)
+    cls_logits = self.answer_class(expected_start, cls_states, training=training)
+    return {"start_top_log_probs": start_top_log_probs, "start_top_index": start_top_index,
+            "end_top_log_probs": end_top_log_probs, "end_top_index": end_top_index,
+            "cls_logits": tf.cast(cls_logits, tf.float32),
+            "start_logits": tf.cast(start_logits, tf.float32)}
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(hidden_size=self.hidden_size, start_n_top=self.start_n_top,
+                  end_n_top=self.end_n_top, layer_norm_epsilon=self.layer_norm_epsilon,
+                  initializer_range=self.initializer_range, dropout_rate=self.dropout_rate)
+    return config
+
+
+def squad_loss(outputs, start_positions, end_positions, is_impossible=None):
+  """The released loss: mean of the start and end cross-entropies, plus half the binary
+  cross-entropy of the answer class when `is_impossible` is given (v2.0). Scalar."""
+  start = tf.nn.sparse_softmax_cross_entropy_with_logits(start_positions,
+                                                         outputs["start_logits"])
+  end = tf.nn.sparse_softmax_cross_entropy_with_logits(end_positions, outputs["end_logits"])
+  loss = tf.reduce_mean(start + end) / 2.0
+  if is_impossible is not None:
+    answer = tf.nn.sigmoid_cross_entropy_with_logits(tf.cast(is_impossible, tf.float32),
+                                                     outputs["cls_logits"])
+    loss += 0.5 * tf.reduce_mean(answer)
+  return loss
