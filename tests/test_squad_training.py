@@ -1,0 +1,57 @@
+"""A small XLNet learns a few real SQuAD questions to EM 100 through the whole path
+(windows -> head -> loss -> decoding -> official EM), and answers a constructed
+unanswerable question with the null answer (SQuAD 2.0)."""
+
+import os
+
+import pytest
+import tensorflow as tf
+
+from helpers import small_config
+from xlnet_tf.data import squad
+from xlnet_tf.data import squad_features
+from xlnet_tf.data import tokenization
+from xlnet_tf.evaluation import squad_metrics
+from xlnet_tf.evaluation import squad_postprocess
+from xlnet_tf.models.xlnet_squad import build_squad_model
+from xlnet_tf.training import optimization
+from xlnet_tf.training.squad_training import predict_squad
+from xlnet_tf.training.squad_training import train_squad
+from xlnet_tf.training.squad_training import window_arrays
+
+SQUAD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                     "data_prep", "sample_data", "qa", "squad.json")
+
+
+@pytest.mark.slow
+def test_overfits_real_questions_and_learns_the_null_answer(spiece_model):
+  sp = tokenization.load_spiece(spiece_model)
+  examples, _ = squad.read_squad(SQUAD)
+  examples.append(squad.SquadExample(                 # constructed over a real passage
+      "constructed-unanswerable", "Which astronaut studied at the Grotto in 1990?",
+      examples[0].context, (), True))
+  windows = [w for e in examples for w in squad_features.squad_windows(
+      sp, e, max_seq_length=192, doc_stride=64, max_query_length=32, is_training=True)]
+  assert len(windows) > len(examples)                 # answers are decoded across windows
+  tf.keras.utils.set_random_seed(0)
+  model = build_squad_model(small_config(n_token=4000, d_model=64, n_head=4, d_head=16,
+                                         d_inner=128), start_n_top=3, end_n_top=3,
+                            dropout_rate=0.0)
+  optimizer = optimization.build_optimizer(2e-3, 300, 20, weight_decay=0.0)
+  arrays = window_arrays(windows)
+  losses = train_squad(model, optimizer, arrays, batch_size=len(windows), steps=300)
+  assert losses[-1] < 0.05 * losses[0], (losses[0], losses[-1])
+
+  outputs = predict_squad(model, arrays)
+  answers, nbest, null_scores = squad_postprocess.decode(examples, windows, outputs,
+                                                         null_threshold=0.0)
+  gold = squad.gold_answers(examples)
+  scores = squad_metrics.evaluate(gold, answers, version="2.0")
+  print(f"\nafter 300 steps: loss {losses[0]:.2f} -> {losses[-1]:.4f}; {scores}")
+  assert scores["HasAns_exact"] == 100.0 and scores["NoAns_exact"] == 100.0
+  for example in examples[:-1]:                       # the exact gold text, not a superset
+    assert answers[example.qas_id] == example.answers[0].text
+    assert null_scores[example.qas_id] < 0.0
+  assert answers["constructed-unanswerable"] == ""
+  assert null_scores["constructed-unanswerable"] > 0.0
+  assert all(len(n) >= 1 for n in nbest.values())

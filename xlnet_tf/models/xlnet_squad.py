@@ -1,0 +1,73 @@
+"""SQuAD model: XLNet encoder (content stream) + `SquadHead`.
+
+  >>> model = build_squad_model(config.replace(mem_len=0), start_n_top=5, end_n_top=5)
+  >>> model(batch, training=True)    # batch with start_positions: start/end/cls logits
+  >>> model(batch)                   # without: top-k starts, ends per start, cls logits
+
+Inputs: input_ids, segment_ids, input_mask, p_mask [B, T]; cls_index [B]; for training
+start_positions [B]. The head's variables carry the released names (`start_logits/...`,
+`end_logits/...`, `answer_class/...`).
+"""
+
+from typing import Any, Dict, Mapping
+
+import tf_keras
+
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.layers.scoped_build import build_in_scope
+from xlnet_tf.layers.squad_head import SquadHead
+from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
+
+ENCODER_INPUTS = ("input_ids", "segment_ids", "input_mask")
+
+
+@tf_keras.utils.register_keras_serializable(package="xlnet_tf")
+class XLNetForSquad(tf_keras.Model):
+  """Encoder -> hidden [B, T, D] -> SquadHead (see its docstring for the outputs)."""
+
+  def __init__(self, encoder: XLNetEncoder, start_n_top: int = 5, end_n_top: int = 5,
+               dropout_rate: float = 0.1, **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder
+    c = encoder.config
+    self.head = SquadHead(c.d_model, start_n_top=start_n_top, end_n_top=end_n_top,
+                          layer_norm_epsilon=c.layer_norm_eps,
+                          initializer_range=c.initializer_range, dropout_rate=dropout_rate,
+                          name="squad_head")
+
+  @property
+  def config(self) -> XLNetConfig:
+    return self.encoder.config
+
+  def build(self, input_shape=None):
+    if not self.encoder.built:
+      build_in_scope(self.encoder, None)
+    if not self.head.built:
+      self.head.build()
+    self.built = True
+
+  def call(self, inputs: Mapping[str, Any], training=None) -> Dict[str, Any]:
+    hidden = self.encoder({k: inputs[k] for k in ENCODER_INPUTS if k in inputs},
+                          training=training)["content"]                   # [B, T, D]
+    return self.head(hidden, inputs["p_mask"], inputs["cls_index"],
+                     start_positions=inputs.get("start_positions"), training=training)
+
+  def get_config(self):
+    return {"encoder": tf_keras.layers.serialize(self.encoder),
+            "start_n_top": self.head.start_n_top, "end_n_top": self.head.end_n_top,
+            "dropout_rate": self.head.dropout_rate, "name": self.name}
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    config = dict(config)
+    encoder = tf_keras.layers.deserialize(config.pop("encoder"),
+                                          custom_objects=custom_objects)
+    return cls(encoder, **config)
+
+
+def build_squad_model(config: XLNetConfig, start_n_top: int = 5, end_n_top: int = 5,
+                      dropout_rate: float = 0.1) -> XLNetForSquad:
+  model = XLNetForSquad(XLNetEncoder(config, name="transformer"), start_n_top=start_n_top,
+                        end_n_top=end_n_top, dropout_rate=dropout_rate, name="xlnet_squad")
+  model.build()
+  return model

@@ -1,0 +1,71 @@
+"""Training and prediction for SQuAD windows (single device or any tf.distribute strategy).
+
+  >>> arrays = window_arrays(windows)
+  >>> losses = train_squad(model, optimizer, arrays, batch_size=32, steps=1000)
+  >>> outputs = predict_squad(model, arrays)          # for squad_postprocess.decode
+"""
+
+from typing import Dict, List, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from xlnet_tf.data.squad_features import SquadWindow
+from xlnet_tf.layers.squad_head import squad_loss
+
+INPUTS = ("input_ids", "segment_ids", "input_mask", "p_mask", "cls_index")
+
+
+def window_arrays(windows: Sequence[SquadWindow]) -> Dict[str, np.ndarray]:
+  """Model inputs and labels of `windows` as arrays [N, ...]."""
+  return {
+      "input_ids": np.array([w.input_ids for w in windows], np.int32),
+      "segment_ids": np.array([w.segment_ids for w in windows], np.int32),
+      "input_mask": np.array([w.input_mask for w in windows], np.float32),
+      "p_mask": np.array([w.p_mask for w in windows], np.float32),
+      "cls_index": np.array([w.cls_index for w in windows], np.int32),
+      "start_positions": np.array([w.start_position for w in windows], np.int32),
+      "end_positions": np.array([w.end_position for w in windows], np.int32),
+      "is_impossible": np.array([w.is_impossible for w in windows], np.float32),
+  }
+
+
+def train_squad(model, optimizer, arrays: Dict[str, np.ndarray], batch_size: int,
+                steps: int, answer_class: bool = True, clip_norm: float = 1.0,
+                seed: int = 0) -> List[float]:
+  """`steps` updates on shuffled, repeated batches; returns the loss of every step.
+
+  answer_class: train the answerability head too (SQuAD 2.0; the released v1.1 runs
+  train without it).
+  """
+  dataset = (tf.data.Dataset.from_tensor_slices(arrays)
+             .shuffle(len(arrays["input_ids"]), seed=seed).repeat()
+             .batch(batch_size, drop_remainder=False))
+
+  @tf.function
+  def step(batch):
+    with tf.GradientTape() as tape:
+      outputs = model({**{k: batch[k] for k in INPUTS},
+                       "start_positions": batch["start_positions"]}, training=True)
+      loss = squad_loss(outputs, batch["start_positions"], batch["end_positions"],
+                        batch["is_impossible"] if answer_class else None)
+    variables = model.trainable_variables
+    grads = tape.gradient(loss, variables,
+                          unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    grads, _ = tf.clip_by_global_norm(grads, clip_norm)
+    optimizer.apply_gradients(zip(grads, variables))
+    return loss
+
+  return [float(step(batch)) for batch in dataset.take(steps)]
+
+
+def predict_squad(model, arrays: Dict[str, np.ndarray], batch_size: int = 64
+                  ) -> Dict[str, np.ndarray]:
+  """The head's inference outputs for every window, concatenated in order."""
+  run = tf.function(lambda batch: model(batch, training=False))
+  outputs: Dict[str, list] = {}
+  dataset = tf.data.Dataset.from_tensor_slices({k: arrays[k] for k in INPUTS})
+  for batch in dataset.batch(batch_size):
+    for key, value in run(batch).items():
+      outputs.setdefault(key, []).append(value.numpy())
+  return {key: np.concatenate(values) for key, values in outputs.items()}
