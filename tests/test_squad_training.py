@@ -55,3 +55,31 @@ def test_overfits_real_questions_and_learns_the_null_answer(spiece_model):
   assert answers["constructed-unanswerable"] == ""
   assert null_scores["constructed-unanswerable"] > 0.0
   assert all(len(n) >= 1 for n in nbest.values())
+
+
+@pytest.mark.slow
+def test_run_squad_command_trains_predicts_and_scores(spiece_model, tmp_path):
+  import json
+  import subprocess
+  import sys
+  from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
+  from xlnet_tf.pretrained import save_pretrained
+
+  save_pretrained(build_pretrainer(small_config(n_token=4000)), str(tmp_path / "pre"),
+                  spiece_model)
+  repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  result = subprocess.run(
+      [sys.executable, "-m", "experiments.run_squad", "--do_train", "--do_predict",
+       f"--train_file={SQUAD}", f"--predict_file={SQUAD}",
+       f"--init_checkpoint={tmp_path / 'pre'}", f"--model_dir={tmp_path / 'model'}",
+       f"--output_dir={tmp_path / 'out'}", "--max_seq_length=192", "--doc_stride=64",
+       "--train_steps=6", "--train_batch_size=4", "--learning_rate=1e-3"],
+      cwd=repo, capture_output=True, text=True, timeout=900)
+  assert result.returncode == 0, result.stderr[-3000:]
+  predictions = json.loads((tmp_path / "out" / "predictions.json").read_text())
+  assert sorted(predictions) == sorted(squad.gold_answers(squad.read_squad(SQUAD)[0]))
+  scores = json.loads((tmp_path / "out" / "eval_results.json").read_text())
+  assert scores["total"] == 5 and 0.0 <= scores["f1"] <= 100.0
+  nbest = json.loads((tmp_path / "out" / "nbest_predictions.json").read_text())
+  for qid, answer in predictions.items():     # the answer is the best of its n-best list
+    assert nbest[qid][0]["text"] == answer

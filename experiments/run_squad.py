@@ -1,0 +1,185 @@
+r"""Fine-tunes and evaluates XLNet on SQuAD v1.1 / v2.0 (the original run_squad.py flags).
+
+  python -m experiments.run_squad --do_train --do_predict \
+      --train_file=squad/train-v2.0.json --predict_file=squad/dev-v2.0.json \
+      --init_checkpoint=converted/xlnet_large --model_dir=runs/squad \
+      --output_dir=runs/squad/out --max_seq_length=512 --doc_stride=128 \
+      --max_query_length=64 --train_batch_size=48 --learning_rate=3e-5 \
+      --lr_layer_decay_rate=0.75 --train_steps=8000 --warmup_steps=1000
+
+--do_predict writes OUTPUT_DIR/predictions.json ({id: answer}, the official format),
+nbest_predictions.json and null_odds.json; when the predict file has answers it also
+scores them with the official EM/F1 (v2.0: HasAns/NoAns and the best null threshold,
+which is searched on that file, applied, and recorded in eval_results.json).
+Training runs on one device here (`xlnet_tf.training.squad_training`).
+"""
+
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+from absl import logging  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from xlnet_tf import pretrained  # noqa: E402
+from xlnet_tf.configs import XLNetConfig  # noqa: E402
+from xlnet_tf.data import squad  # noqa: E402
+from xlnet_tf.data import squad_features  # noqa: E402
+from xlnet_tf.data import text_alignment  # noqa: E402
+from xlnet_tf.data import tokenization  # noqa: E402
+from xlnet_tf.evaluation import squad_metrics  # noqa: E402
+from xlnet_tf.evaluation import squad_postprocess  # noqa: E402
+from xlnet_tf.models.xlnet_squad import build_squad_model  # noqa: E402
+from xlnet_tf.training import finetuning  # noqa: E402
+from xlnet_tf.training import optimization  # noqa: E402
+from xlnet_tf.training.squad_training import predict_squad  # noqa: E402
+from xlnet_tf.training.squad_training import train_squad  # noqa: E402
+from xlnet_tf.training.squad_training import window_arrays  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("train_file", None, "SQuAD JSON to train on.")
+flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and score, if answered).")
+flags.DEFINE_bool("do_train", False, "Fine-tune.")
+flags.DEFINE_bool("do_predict", False, "Predict --predict_file.")
+flags.DEFINE_string("model_dir", None, "The fine-tuned model goes to MODEL_DIR/final.")
+flags.DEFINE_string("output_dir", None, "Predictions and scores.")
+flags.DEFINE_string("init_checkpoint", None, "Pretrained weights (a directory in our "
+                    "layout, with xlnet_config.json and spiece.model).")
+flags.DEFINE_string("spiece_model_file", None, "Default: the init_checkpoint's.")
+flags.DEFINE_string("model_config_path", None, "Default: the init_checkpoint's.")
+flags.DEFINE_bool("uncased", False, "Lower-case the text.")
+flags.DEFINE_integer("max_seq_length", 512, "Pieces per window.")
+flags.DEFINE_integer("doc_stride", 128, "Pieces between window starts.")
+flags.DEFINE_integer("max_query_length", 64, "Question pieces kept.")
+flags.DEFINE_integer("max_answer_length", 64, "Longest answer, in pieces.")
+flags.DEFINE_integer("n_best_size", 5, "Candidates kept per question.")
+flags.DEFINE_integer("start_n_top", 5, "Best starts searched.")
+flags.DEFINE_integer("end_n_top", 5, "Best ends searched per start.")
+flags.DEFINE_integer("train_batch_size", 48, "Windows per update.")
+flags.DEFINE_integer("predict_batch_size", 32, "Windows per prediction batch.")
+flags.DEFINE_float("learning_rate", 3e-5, "Peak learning rate.")
+flags.DEFINE_float("lr_layer_decay_rate", 0.75, "Layer m of L learns at lr * rate^(L-1-m).")
+flags.DEFINE_integer("train_steps", 8000, "Updates.")
+flags.DEFINE_integer("warmup_steps", 0, "Linear warmup updates.")
+flags.DEFINE_float("weight_decay", 0.0, "Decoupled weight decay.")
+flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.")
+flags.DEFINE_float("dropout", 0.1, "Dropout.")
+flags.DEFINE_float("dropatt", 0.1, "Attention dropout.")
+flags.DEFINE_float("null_score_diff_threshold", None, "v2.0: answer '' when the null score "
+                   "exceeds this (default: the best threshold found on --predict_file when "
+                   "it has answers, else 0).")
+flags.DEFINE_integer("seed", 0, "Seed.")
+flags.mark_flags_as_required(["model_dir", "output_dir"])
+
+SETTINGS_FILE = "squad.json"
+
+
+def _file(value, name, flag):
+  if value:
+    return value
+  if FLAGS.init_checkpoint and tf.io.gfile.exists(os.path.join(FLAGS.init_checkpoint, name)):
+    return os.path.join(FLAGS.init_checkpoint, name)
+  raise app.UsageError(f"give --{flag} (or an --init_checkpoint directory holding {name})")
+
+
+def _windows(sp, examples, is_training):
+  continuation = text_alignment.continuation_processor(sp)
+  return [w for e in examples for w in squad_features.squad_windows(
+      sp, e, FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length, is_training,
+      uncased=FLAGS.uncased, continuation=continuation)]
+
+
+def _write_json(name, values):
+  with tf.io.gfile.GFile(os.path.join(FLAGS.output_dir, name), "w") as f:
+    f.write(json.dumps(values, indent=2, ensure_ascii=False) + "\n")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  if not (FLAGS.do_train or FLAGS.do_predict):
+    raise app.UsageError("nothing to do: give --do_train and/or --do_predict")
+  if FLAGS.do_train and not FLAGS.train_file:
+    raise app.UsageError("--do_train needs --train_file")
+  if FLAGS.do_predict and not FLAGS.predict_file:
+    raise app.UsageError("--do_predict needs --predict_file")
+  final = os.path.join(FLAGS.model_dir, "final")
+  tf.io.gfile.makedirs(FLAGS.output_dir)
+
+  if FLAGS.do_train:
+    spiece = _file(FLAGS.spiece_model_file, pretrained.SPIECE_FILE, "spiece_model_file")
+    config = finetuning.finetune_config(XLNetConfig.from_json_file(
+        _file(FLAGS.model_config_path, pretrained.CONFIG_FILE, "model_config_path")),
+        FLAGS.dropout, FLAGS.dropatt)
+    sp = tokenization.load_spiece(spiece)
+    examples, report = squad.read_squad(FLAGS.train_file)
+    windows = _windows(sp, examples, is_training=True)
+    logging.info("%s: %d questions -> %d windows; %d answers skipped (answer_start "
+                 "mismatch)", FLAGS.train_file, len(examples), len(windows),
+                 report["skipped_answers"])
+    tf.keras.utils.set_random_seed(FLAGS.seed)
+    model = build_squad_model(config, FLAGS.start_n_top, FLAGS.end_n_top, FLAGS.dropout)
+    if FLAGS.init_checkpoint:
+      pretrained.restore_encoder(model.encoder, FLAGS.init_checkpoint)
+    multipliers = (optimization.layerwise_lr_multipliers(model, FLAGS.lr_layer_decay_rate)
+                   if FLAGS.lr_layer_decay_rate != 1.0 else None)
+    optimizer = optimization.build_optimizer(
+        FLAGS.learning_rate, FLAGS.train_steps, FLAGS.warmup_steps,
+        weight_decay=FLAGS.weight_decay, adam_epsilon=FLAGS.adam_epsilon,
+        lr_multipliers=multipliers)
+    losses = train_squad(model, optimizer, window_arrays(windows), FLAGS.train_batch_size,
+                         FLAGS.train_steps, seed=FLAGS.seed)
+    tf.io.gfile.makedirs(final)
+    model.config.to_json_file(os.path.join(final, pretrained.CONFIG_FILE))
+    tf.train.Checkpoint(model=model).write(os.path.join(final, pretrained.CHECKPOINT_PREFIX))
+    tf.io.gfile.copy(spiece, os.path.join(final, pretrained.SPIECE_FILE), overwrite=True)
+    with tf.io.gfile.GFile(os.path.join(final, SETTINGS_FILE), "w") as f:
+      f.write(json.dumps({k: FLAGS[k].value for k in (
+          "uncased", "max_seq_length", "doc_stride", "max_query_length", "start_n_top",
+          "end_n_top")}, indent=2) + "\n")
+    print(f"trained {len(losses)} steps: loss {losses[0]:.3f} -> {losses[-1]:.3f}; "
+          f"model in {final}")
+
+  if FLAGS.do_predict:
+    config = XLNetConfig.from_json_file(os.path.join(final, pretrained.CONFIG_FILE))
+    model = build_squad_model(config, FLAGS.start_n_top, FLAGS.end_n_top, 0.0)
+    tf.train.Checkpoint(model=model).read(
+        os.path.join(final, pretrained.CHECKPOINT_PREFIX)).assert_existing_objects_matched()
+    sp = tokenization.load_spiece(os.path.join(final, pretrained.SPIECE_FILE))
+    examples, _ = squad.read_squad(FLAGS.predict_file)
+    windows = _windows(sp, examples, is_training=False)
+    outputs = predict_squad(model, window_arrays(windows), FLAGS.predict_batch_size)
+    answers, nbest, null_scores = squad_postprocess.decode(
+        examples, windows, outputs, n_best=FLAGS.n_best_size,
+        max_answer_length=FLAGS.max_answer_length)
+    gold = squad.gold_answers(examples)
+    has_gold = any(gold.values())
+    version2 = any(e.is_impossible for e in examples)
+    results = {}
+    threshold = FLAGS.null_score_diff_threshold
+    if version2:
+      if threshold is None and has_gold:
+        best = squad_metrics.evaluate(gold, answers, null_scores, version="2.0")
+        threshold = best["best_f1_thresh"]
+      threshold = 0.0 if threshold is None else threshold
+      answers = {q: ("" if null_scores[q] > threshold else a) for q, a in answers.items()}
+      results["null_score_diff_threshold"] = threshold
+    if has_gold:
+      results.update(squad_metrics.evaluate(gold, answers,
+                                            version="2.0" if version2 else "1.1"))
+      _write_json("eval_results.json", results)
+      print(" ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                     for k, v in results.items()))
+    _write_json("predictions.json", answers)
+    _write_json("null_odds.json", null_scores)
+    _write_json("nbest_predictions.json", {
+        q: [{"text": c.text, "score": c.score, "start_char": c.start_char}
+            for c in candidates] for q, candidates in nbest.items()})
+    print(f"wrote {len(answers)} predictions to {FLAGS.output_dir}/predictions.json")
+
+
+if __name__ == "__main__":
+  app.run(main)
