@@ -1,0 +1,55 @@
+"""Training and prediction for multiple choice (RACE): a 1-logit classifier over the
+four (article, question+option) rows of each question, softmax across the options.
+
+  >>> model = build_classifier(config, 1, summary_type="last")
+  >>> losses = train_race(model, optimizer, arrays, batch_size=8, steps=1000)
+  >>> logits = predict_race(model, arrays)                     # [N, 4]
+"""
+
+from typing import Dict, List, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from xlnet_tf.data.race import NUM_OPTIONS
+
+INPUTS = ("input_ids", "segment_ids", "input_mask")
+
+
+def stack_features(features: Sequence[Dict[str, np.ndarray]]) -> Dict[str, np.ndarray]:
+  """`race_features` of many questions -> arrays [N, 4, T] and labels [N]."""
+  return {key: np.stack([f[key] for f in features]) for key in features[0]}
+
+
+def choice_logits(model, batch, training=None):
+  """[B, 4, T] inputs -> [B, 4] logits (the rows run as one [4B, T] batch)."""
+  length = tf.shape(batch["input_ids"])[-1]
+  flat = {k: tf.reshape(batch[k], [-1, length]) for k in INPUTS}
+  logits = model(flat, training=training)["logits"]                       # [4B, 1]
+  return tf.reshape(logits, [-1, NUM_OPTIONS])
+
+
+def train_race(model, optimizer, arrays: Dict[str, np.ndarray], batch_size: int,
+               steps: int, clip_norm: float = 1.0, seed: int = 0) -> List[float]:
+  dataset = (tf.data.Dataset.from_tensor_slices(arrays)
+             .shuffle(len(arrays["label"]), seed=seed).repeat().batch(batch_size))
+
+  @tf.function
+  def step(batch):
+    with tf.GradientTape() as tape:
+      logits = choice_logits(model, batch, training=True)
+      loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+          batch["label"], logits))
+    grads = tape.gradient(loss, model.trainable_variables,
+                          unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    grads, _ = tf.clip_by_global_norm(grads, clip_norm)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+  return [float(step(batch)) for batch in dataset.take(steps)]
+
+
+def predict_race(model, arrays: Dict[str, np.ndarray], batch_size: int = 16) -> np.ndarray:
+  run = tf.function(lambda batch: choice_logits(model, batch, training=False))
+  dataset = tf.data.Dataset.from_tensor_slices({k: arrays[k] for k in INPUTS})
+  return np.concatenate([run(batch).numpy() for batch in dataset.batch(batch_size)])
