@@ -24,6 +24,7 @@ from absl import logging  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from experiments import task_flags  # noqa: E402
 from xlnet_tf import pretrained  # noqa: E402
 from experiments import strategy_flags  # noqa: E402
 from xlnet_tf.configs import XLNetConfig  # noqa: E402
@@ -97,14 +98,8 @@ def _task():
 
 
 def _file(flag_value, name):
-  if flag_value:
-    return flag_value
-  if FLAGS.init_checkpoint:
-    path = os.path.join(FLAGS.init_checkpoint, name)
-    if tf.io.gfile.exists(path):
-      return path
   flag = "spiece_model_file" if name == pretrained.SPIECE_FILE else "model_config_path"
-  raise app.UsageError(f"give --{flag} (or an --init_checkpoint directory holding {name})")
+  return task_flags.from_init_checkpoint(flag_value, name, flag)
 
 
 def _features(task, spec, split, sp, spiece_path):

@@ -17,53 +17,29 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from experiments import task_flags  # noqa: E402
 from xlnet_tf import pretrained  # noqa: E402
-from xlnet_tf.configs import XLNetConfig  # noqa: E402
 from xlnet_tf.data import race  # noqa: E402
 from xlnet_tf.data import tokenization  # noqa: E402
 from xlnet_tf.models.xlnet_classifier import build_classifier  # noqa: E402
-from xlnet_tf.training import finetuning  # noqa: E402
-from xlnet_tf.training import optimization  # noqa: E402
 from xlnet_tf.training.race_training import predict_race  # noqa: E402
 from xlnet_tf.training.race_training import stack_features  # noqa: E402
 from xlnet_tf.training.race_training import train_race  # noqa: E402
 
 FLAGS = flags.FLAGS
+task_flags.define_task_flags(learning_rate=2e-5, lr_layer_decay_rate=1.0, train_steps=12000,
+                             train_batch_size=32)
 flags.DEFINE_string("data_dir", None, "The RACE directory.")
 flags.DEFINE_bool("do_train", False, "Fine-tune on the train split.")
 flags.DEFINE_bool("do_eval", False, "Evaluate on --eval_split.")
 flags.DEFINE_string("eval_split", "dev", "dev or test.")
 flags.DEFINE_list("levels", list(race.LEVELS), "Subsets: middle, high.")
-flags.DEFINE_string("model_dir", None, "The fine-tuned model goes to MODEL_DIR/final.")
-flags.DEFINE_string("output_dir", None, "Evaluation results.")
-flags.DEFINE_string("init_checkpoint", None, "Pretrained weights (our layout).")
-flags.DEFINE_string("spiece_model_file", None, "Default: the init_checkpoint's.")
-flags.DEFINE_string("model_config_path", None, "Default: the init_checkpoint's.")
-flags.DEFINE_bool("uncased", False, "Lower-case the text.")
 flags.DEFINE_integer("max_seq_length", 512, "Pieces per (article, question+option) row.")
 flags.DEFINE_integer("max_qa_length", 128, "Question+option pieces kept (the last ones).")
-flags.DEFINE_integer("train_batch_size", 32, "Questions per update (4 rows each).")
 flags.DEFINE_integer("eval_batch_size", 16, "Questions per evaluation batch.")
-flags.DEFINE_float("learning_rate", 2e-5, "Peak learning rate.")
-flags.DEFINE_float("lr_layer_decay_rate", 1.0, "Layer m of L learns at lr * rate^(L-1-m).")
-flags.DEFINE_integer("train_steps", 12000, "Updates.")
-flags.DEFINE_integer("warmup_steps", 0, "Linear warmup updates.")
-flags.DEFINE_float("weight_decay", 0.0, "Decoupled weight decay.")
-flags.DEFINE_float("dropout", 0.1, "Dropout.")
-flags.DEFINE_float("dropatt", 0.1, "Attention dropout.")
-flags.DEFINE_integer("seed", 0, "Seed.")
 flags.mark_flags_as_required(["data_dir", "model_dir", "output_dir"])
-
-
-def _file(value, name, flag):
-  if value:
-    return value
-  if FLAGS.init_checkpoint and tf.io.gfile.exists(os.path.join(FLAGS.init_checkpoint, name)):
-    return os.path.join(FLAGS.init_checkpoint, name)
-  raise app.UsageError(f"give --{flag} (or an --init_checkpoint directory holding {name})")
 
 
 def _arrays(sp, examples):
@@ -80,33 +56,19 @@ def main(argv):
   final = os.path.join(FLAGS.model_dir, "final")
   tf.io.gfile.makedirs(FLAGS.output_dir)
   if FLAGS.do_train:
-    spiece = _file(FLAGS.spiece_model_file, pretrained.SPIECE_FILE, "spiece_model_file")
-    config = finetuning.finetune_config(XLNetConfig.from_json_file(
-        _file(FLAGS.model_config_path, pretrained.CONFIG_FILE, "model_config_path")),
-        FLAGS.dropout, FLAGS.dropatt)
+    config, spiece = task_flags.pretrained_config_and_spiece()
     sp = tokenization.load_spiece(spiece)
     arrays = _arrays(sp, race.read_race(FLAGS.data_dir, "train", FLAGS.levels))
     tf.keras.utils.set_random_seed(FLAGS.seed)
     model = build_classifier(config, 1, summary_type="last", dropout_rate=FLAGS.dropout)
-    if FLAGS.init_checkpoint:
-      pretrained.restore_encoder(model.encoder, FLAGS.init_checkpoint)
-    multipliers = (optimization.layerwise_lr_multipliers(model, FLAGS.lr_layer_decay_rate)
-                   if FLAGS.lr_layer_decay_rate != 1.0 else None)
-    optimizer = optimization.build_optimizer(
-        FLAGS.learning_rate, FLAGS.train_steps, FLAGS.warmup_steps,
-        weight_decay=FLAGS.weight_decay, lr_multipliers=multipliers)
+    optimizer = task_flags.warm_start_and_optimizer(model)
     losses = train_race(model, optimizer, arrays, FLAGS.train_batch_size, FLAGS.train_steps,
                         seed=FLAGS.seed)
-    tf.io.gfile.makedirs(final)
-    model.config.to_json_file(os.path.join(final, pretrained.CONFIG_FILE))
-    tf.train.Checkpoint(model=model).write(os.path.join(final, pretrained.CHECKPOINT_PREFIX))
-    tf.io.gfile.copy(spiece, os.path.join(final, pretrained.SPIECE_FILE), overwrite=True)
+    task_flags.save_task_model(model, final, spiece)
     print(f"trained {len(losses)} steps: loss {losses[0]:.3f} -> {losses[-1]:.3f}")
   if FLAGS.do_eval:
-    config = XLNetConfig.from_json_file(os.path.join(final, pretrained.CONFIG_FILE))
-    model = build_classifier(config, 1, summary_type="last")
-    tf.train.Checkpoint(model=model).read(
-        os.path.join(final, pretrained.CHECKPOINT_PREFIX)).assert_existing_objects_matched()
+    model = task_flags.load_task_model(
+        lambda config: build_classifier(config, 1, summary_type="last"), final)
     sp = tokenization.load_spiece(os.path.join(final, pretrained.SPIECE_FILE))
     results = {}
     correct_all = total_all = 0

@@ -24,8 +24,8 @@ from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from experiments import task_flags  # noqa: E402
 from xlnet_tf import pretrained  # noqa: E402
-from xlnet_tf.configs import XLNetConfig  # noqa: E402
 from xlnet_tf.data import squad  # noqa: E402
 from xlnet_tf.data import squad_features  # noqa: E402
 from xlnet_tf.data import text_alignment  # noqa: E402
@@ -33,24 +33,17 @@ from xlnet_tf.data import tokenization  # noqa: E402
 from xlnet_tf.evaluation import squad_metrics  # noqa: E402
 from xlnet_tf.evaluation import squad_postprocess  # noqa: E402
 from xlnet_tf.models.xlnet_squad import build_squad_model  # noqa: E402
-from xlnet_tf.training import finetuning  # noqa: E402
-from xlnet_tf.training import optimization  # noqa: E402
 from xlnet_tf.training.squad_training import predict_squad  # noqa: E402
 from xlnet_tf.training.squad_training import train_squad  # noqa: E402
 from xlnet_tf.training.squad_training import window_arrays  # noqa: E402
 
 FLAGS = flags.FLAGS
+task_flags.define_task_flags(learning_rate=3e-5, lr_layer_decay_rate=0.75, train_steps=8000,
+                             train_batch_size=48)
 flags.DEFINE_string("train_file", None, "SQuAD JSON to train on.")
 flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and score, if answered).")
 flags.DEFINE_bool("do_train", False, "Fine-tune.")
 flags.DEFINE_bool("do_predict", False, "Predict --predict_file.")
-flags.DEFINE_string("model_dir", None, "The fine-tuned model goes to MODEL_DIR/final.")
-flags.DEFINE_string("output_dir", None, "Predictions and scores.")
-flags.DEFINE_string("init_checkpoint", None, "Pretrained weights (a directory in our "
-                    "layout, with xlnet_config.json and spiece.model).")
-flags.DEFINE_string("spiece_model_file", None, "Default: the init_checkpoint's.")
-flags.DEFINE_string("model_config_path", None, "Default: the init_checkpoint's.")
-flags.DEFINE_bool("uncased", False, "Lower-case the text.")
 flags.DEFINE_integer("max_seq_length", 512, "Pieces per window.")
 flags.DEFINE_integer("doc_stride", 128, "Pieces between window starts.")
 flags.DEFINE_integer("max_query_length", 64, "Question pieces kept.")
@@ -58,31 +51,13 @@ flags.DEFINE_integer("max_answer_length", 64, "Longest answer, in pieces.")
 flags.DEFINE_integer("n_best_size", 5, "Candidates kept per question.")
 flags.DEFINE_integer("start_n_top", 5, "Best starts searched.")
 flags.DEFINE_integer("end_n_top", 5, "Best ends searched per start.")
-flags.DEFINE_integer("train_batch_size", 48, "Windows per update.")
 flags.DEFINE_integer("predict_batch_size", 32, "Windows per prediction batch.")
-flags.DEFINE_float("learning_rate", 3e-5, "Peak learning rate.")
-flags.DEFINE_float("lr_layer_decay_rate", 0.75, "Layer m of L learns at lr * rate^(L-1-m).")
-flags.DEFINE_integer("train_steps", 8000, "Updates.")
-flags.DEFINE_integer("warmup_steps", 0, "Linear warmup updates.")
-flags.DEFINE_float("weight_decay", 0.0, "Decoupled weight decay.")
-flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.")
-flags.DEFINE_float("dropout", 0.1, "Dropout.")
-flags.DEFINE_float("dropatt", 0.1, "Attention dropout.")
 flags.DEFINE_float("null_score_diff_threshold", None, "v2.0: answer '' when the null score "
                    "exceeds this (default: the best threshold found on --predict_file when "
                    "it has answers, else 0).")
-flags.DEFINE_integer("seed", 0, "Seed.")
 flags.mark_flags_as_required(["model_dir", "output_dir"])
 
 SETTINGS_FILE = "squad.json"
-
-
-def _file(value, name, flag):
-  if value:
-    return value
-  if FLAGS.init_checkpoint and tf.io.gfile.exists(os.path.join(FLAGS.init_checkpoint, name)):
-    return os.path.join(FLAGS.init_checkpoint, name)
-  raise app.UsageError(f"give --{flag} (or an --init_checkpoint directory holding {name})")
 
 
 def _windows(sp, examples, is_training):
@@ -110,10 +85,7 @@ def main(argv):
   tf.io.gfile.makedirs(FLAGS.output_dir)
 
   if FLAGS.do_train:
-    spiece = _file(FLAGS.spiece_model_file, pretrained.SPIECE_FILE, "spiece_model_file")
-    config = finetuning.finetune_config(XLNetConfig.from_json_file(
-        _file(FLAGS.model_config_path, pretrained.CONFIG_FILE, "model_config_path")),
-        FLAGS.dropout, FLAGS.dropatt)
+    config, spiece = task_flags.pretrained_config_and_spiece()
     sp = tokenization.load_spiece(spiece)
     examples, report = squad.read_squad(FLAGS.train_file)
     windows = _windows(sp, examples, is_training=True)
@@ -122,20 +94,10 @@ def main(argv):
                  report["skipped_answers"])
     tf.keras.utils.set_random_seed(FLAGS.seed)
     model = build_squad_model(config, FLAGS.start_n_top, FLAGS.end_n_top, FLAGS.dropout)
-    if FLAGS.init_checkpoint:
-      pretrained.restore_encoder(model.encoder, FLAGS.init_checkpoint)
-    multipliers = (optimization.layerwise_lr_multipliers(model, FLAGS.lr_layer_decay_rate)
-                   if FLAGS.lr_layer_decay_rate != 1.0 else None)
-    optimizer = optimization.build_optimizer(
-        FLAGS.learning_rate, FLAGS.train_steps, FLAGS.warmup_steps,
-        weight_decay=FLAGS.weight_decay, adam_epsilon=FLAGS.adam_epsilon,
-        lr_multipliers=multipliers)
+    optimizer = task_flags.warm_start_and_optimizer(model)
     losses = train_squad(model, optimizer, window_arrays(windows), FLAGS.train_batch_size,
                          FLAGS.train_steps, seed=FLAGS.seed)
-    tf.io.gfile.makedirs(final)
-    model.config.to_json_file(os.path.join(final, pretrained.CONFIG_FILE))
-    tf.train.Checkpoint(model=model).write(os.path.join(final, pretrained.CHECKPOINT_PREFIX))
-    tf.io.gfile.copy(spiece, os.path.join(final, pretrained.SPIECE_FILE), overwrite=True)
+    task_flags.save_task_model(model, final, spiece)
     with tf.io.gfile.GFile(os.path.join(final, SETTINGS_FILE), "w") as f:
       f.write(json.dumps({k: FLAGS[k].value for k in (
           "uncased", "max_seq_length", "doc_stride", "max_query_length", "start_n_top",
@@ -144,10 +106,9 @@ def main(argv):
           f"model in {final}")
 
   if FLAGS.do_predict:
-    config = XLNetConfig.from_json_file(os.path.join(final, pretrained.CONFIG_FILE))
-    model = build_squad_model(config, FLAGS.start_n_top, FLAGS.end_n_top, 0.0)
-    tf.train.Checkpoint(model=model).read(
-        os.path.join(final, pretrained.CHECKPOINT_PREFIX)).assert_existing_objects_matched()
+    model = task_flags.load_task_model(
+        lambda config: build_squad_model(config, FLAGS.start_n_top, FLAGS.end_n_top, 0.0),
+        final)
     sp = tokenization.load_spiece(os.path.join(final, pretrained.SPIECE_FILE))
     examples, _ = squad.read_squad(FLAGS.predict_file)
     windows = _windows(sp, examples, is_training=False)

@@ -2,7 +2,6 @@
 answers over them: inside words, next to punctuation, accents, "2000,")."""
 
 import glob
-import json
 import os
 import re
 
@@ -28,7 +27,8 @@ def _real_lines():
   for path in sorted(glob.glob(CORPUS_GLOB))[:10]:
     with open(path, encoding="utf-8") as f:
       lines.extend(line for line in f if line.strip())
-  lines += ["  Café  ``naïve'' résumé\tΣΟΦΟΣ İstanbul ﬁne ", "Ünïcode  two", "a''b``c"]
+  lines += ["  Café  ``naïve'' résumé\tΣΟΦΟΣ İstanbul ﬁne ", "Ünïcode  two",
+            "a''b``c"]
   return lines
 
 

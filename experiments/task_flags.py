@@ -1,0 +1,95 @@
+"""Flags and set-up shared by the span and multiple-choice fine-tuning entry points
+(run_squad.py, run_race.py): the pretrained files, the optimiser, the model folder.
+
+  define_task_flags(learning_rate=3e-5, lr_layer_decay_rate=0.75, train_steps=8000,
+                    train_batch_size=48)
+  config, spiece = pretrained_config_and_spiece()
+"""
+
+import os
+from typing import Tuple
+
+from absl import app
+from absl import flags
+import tensorflow as tf
+
+from xlnet_tf import pretrained
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.training import finetuning
+from xlnet_tf.training import optimization
+
+FLAGS = flags.FLAGS
+
+
+def define_task_flags(learning_rate: float, lr_layer_decay_rate: float, train_steps: int,
+                      train_batch_size: int) -> None:
+  """The flags every task shares (with the task's own defaults where they differ)."""
+  flags.DEFINE_string("model_dir", None, "The fine-tuned model goes to MODEL_DIR/final.")
+  flags.DEFINE_string("output_dir", None, "Predictions and scores.")
+  flags.DEFINE_string("init_checkpoint", None, "Pretrained weights (a directory in our "
+                      "layout, with xlnet_config.json and spiece.model).")
+  flags.DEFINE_string("spiece_model_file", None, "Default: the init_checkpoint's.")
+  flags.DEFINE_string("model_config_path", None, "Default: the init_checkpoint's.")
+  flags.DEFINE_bool("uncased", False, "Lower-case the text.")
+  flags.DEFINE_integer("train_batch_size", train_batch_size, "Examples per update.")
+  flags.DEFINE_float("learning_rate", learning_rate, "Peak learning rate.")
+  flags.DEFINE_float("lr_layer_decay_rate", lr_layer_decay_rate,
+                     "Layer m of L learns at lr * rate^(L-1-m); embeddings at lr * rate^L.")
+  flags.DEFINE_integer("train_steps", train_steps, "Updates.")
+  flags.DEFINE_integer("warmup_steps", 0, "Linear warmup updates.")
+  flags.DEFINE_float("weight_decay", 0.0, "Decoupled weight decay.")
+  flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.")
+  flags.DEFINE_float("dropout", 0.1, "Dropout.")
+  flags.DEFINE_float("dropatt", 0.1, "Attention dropout.")
+  flags.DEFINE_integer("seed", 0, "Seed.")
+
+
+def from_init_checkpoint(value, name: str, flag: str) -> str:
+  """`value` if given, else INIT_CHECKPOINT/name if it exists, else a usage error."""
+  if value:
+    return value
+  if FLAGS.init_checkpoint and tf.io.gfile.exists(os.path.join(FLAGS.init_checkpoint, name)):
+    return os.path.join(FLAGS.init_checkpoint, name)
+  raise app.UsageError(f"give --{flag} (or an --init_checkpoint directory holding {name})")
+
+
+def pretrained_config_and_spiece() -> Tuple[XLNetConfig, str]:
+  """The fine-tuning config (memory off, the dropout flags) and the SentencePiece path."""
+  spiece = from_init_checkpoint(FLAGS.spiece_model_file, pretrained.SPIECE_FILE,
+                                "spiece_model_file")
+  config_path = from_init_checkpoint(FLAGS.model_config_path, pretrained.CONFIG_FILE,
+                                     "model_config_path")
+  config = finetuning.finetune_config(XLNetConfig.from_json_file(config_path),
+                                      FLAGS.dropout, FLAGS.dropatt)
+  return config, spiece
+
+
+def warm_start_and_optimizer(model):
+  """Loads --init_checkpoint into the model's encoder; the (layer-wise) AdamW."""
+  if FLAGS.init_checkpoint:
+    pretrained.restore_encoder(model.encoder, FLAGS.init_checkpoint)
+  multipliers = (optimization.layerwise_lr_multipliers(model, FLAGS.lr_layer_decay_rate)
+                 if FLAGS.lr_layer_decay_rate != 1.0 else None)
+  return optimization.build_optimizer(
+      FLAGS.learning_rate, FLAGS.train_steps, FLAGS.warmup_steps,
+      weight_decay=FLAGS.weight_decay, adam_epsilon=FLAGS.adam_epsilon,
+      lr_multipliers=multipliers)
+
+
+def save_task_model(model, directory: str, spiece: str) -> None:
+  """xlnet_config.json + model.ckpt (tf.train.Checkpoint(model=...)) + spiece.model."""
+  tf.io.gfile.makedirs(directory)
+  model.config.to_json_file(os.path.join(directory, pretrained.CONFIG_FILE))
+  tf.train.Checkpoint(model=model).write(os.path.join(directory, pretrained.CHECKPOINT_PREFIX))
+  tf.io.gfile.copy(spiece, os.path.join(directory, pretrained.SPIECE_FILE), overwrite=True)
+
+
+def load_task_model(build, directory: str):
+  """`build(config)` with the weights `save_task_model` wrote (every one checked)."""
+  prefix = os.path.join(directory, pretrained.CHECKPOINT_PREFIX)
+  if not tf.io.gfile.exists(prefix + ".index"):
+    raise FileNotFoundError(f"{directory}: no {pretrained.CHECKPOINT_PREFIX}; train first "
+                            f"(--do_train) or point --model_dir at a trained run")
+  model = build(XLNetConfig.from_json_file(os.path.join(directory, pretrained.CONFIG_FILE)))
+  tf.train.Checkpoint(model=model).read(prefix).assert_existing_objects_matched()
+  return model
