@@ -106,3 +106,38 @@ def test_head_serializes():
   head = SquadHead(16, start_n_top=4, end_n_top=3, dropout_rate=0.2)
   again = SquadHead.from_config(head.get_config())
   assert again.get_config() == head.get_config()
+
+
+def test_released_squad_checkpoint_loads_encoder_and_head(tmp_path):
+  from released_checkpoint import write_released_dir
+  from xlnet_tf import released_names
+  from xlnet_tf.models.xlnet_squad import build_squad_model
+  from xlnet_tf.models.xlnet_squad import load_released_squad
+
+  config = small_config()
+  d = config.d_model
+  model = build_squad_model(config)
+  rng = np.random.default_rng(4)
+  arrays = {name: rng.normal(size=v.shape).astype(np.float32)
+            for name, v in released_names.encoder_variables(model.encoder).items()}
+  # The released run_squad names and shapes, written out by hand (xlnet_facts.md).
+  shapes = {"start_logits/dense/kernel": [d, 1], "start_logits/dense/bias": [1],
+            "end_logits/dense_0/kernel": [2 * d, d], "end_logits/dense_0/bias": [d],
+            "end_logits/LayerNorm/gamma": [d], "end_logits/LayerNorm/beta": [d],
+            "end_logits/dense_1/kernel": [d, 1], "end_logits/dense_1/bias": [1],
+            "answer_class/dense_0/kernel": [2 * d, d], "answer_class/dense_0/bias": [d],
+            "answer_class/dense_1/kernel": [d, 1]}
+  head = {name: rng.normal(size=shape).astype(np.float32) for name, shape in shapes.items()}
+  write_released_dir(str(tmp_path / "squad"), config, arrays, extra=head)
+  prefix = str(tmp_path / "squad" / "xlnet_model.ckpt")
+  load_released_squad(model, prefix)
+  np.testing.assert_array_equal(model.head.end_dense_0.kernel.numpy(),
+                                head["end_logits/dense_0/kernel"])
+  np.testing.assert_array_equal(model.head.class_dense_1.kernel.numpy(),
+                                head["answer_class/dense_1/kernel"])
+  np.testing.assert_array_equal(model.encoder.word_embedding.numpy(),
+                                arrays["model/transformer/word_embedding/lookup_table"])
+  wider = build_squad_model(small_config(d_model=24, d_head=12))
+  with pytest.raises(ValueError, match=r"start_logits/dense/kernel has shape \[16, 1\]|"
+                                       r"has shape .* the model needs"):
+    load_released_squad(wider, prefix)

@@ -85,3 +85,21 @@ def assign_released(model, arrays: Mapping[str, np.ndarray], source: str) -> Non
     if not np.issubdtype(array.dtype, np.floating):
       raise ValueError(f"{source}: variable {name} has dtype {array.dtype}, expected float")
     variable.assign(array.astype(np.float32))
+
+
+def load_released_checkpoint(prefix: str, targets: Mapping[str, tf.Variable],
+                             hint: str = "") -> None:
+  """Assigns `targets` (released name -> variable) from the TF1 checkpoint `prefix`, after
+  checking every name and shape. Raises ValueError naming the checkpoint and the variable
+  (with `hint` and the checkpoint's non-encoder names for a missing one)."""
+  reader = tf.train.load_checkpoint(prefix)
+  shapes = reader.get_variable_to_shape_map()
+  for name, variable in targets.items():
+    if name not in shapes:
+      raise ValueError(f"{prefix}: no variable {name} ({hint}the checkpoint has "
+                       f"{sorted(k for k in shapes if 'transformer' not in k)})")
+    if list(shapes[name]) != variable.shape.as_list():
+      raise ValueError(f"{prefix}: {name} has shape {list(shapes[name])}, the model needs "
+                       f"{variable.shape.as_list()}")
+  for name, variable in targets.items():
+    variable.assign(reader.get_tensor(name))

@@ -108,16 +108,6 @@ def load_released_classifier(model: XLNetClassifier, prefix: str, task_name: str
   """Loads a fine-tuned checkpoint of the original code (TF1, released names): encoder and
   head. Raises ValueError naming the checkpoint and the missing or mis-shaped variable."""
   from xlnet_tf import released_names  # pylint: disable=g-import-not-at-top
-  reader = tf.train.load_checkpoint(prefix)
-  shapes = reader.get_variable_to_shape_map()
   targets = {**released_names.encoder_variables(model.encoder),
              **released_head_variables(model, task_name)}
-  for name, variable in targets.items():
-    if name not in shapes:
-      raise ValueError(f"{prefix}: no variable {name} (task_name {task_name!r}; the "
-                       f"checkpoint has {sorted(k for k in shapes if 'transformer' not in k)})")
-    if list(shapes[name]) != variable.shape.as_list():
-      raise ValueError(f"{prefix}: {name} has shape {list(shapes[name])}, the model needs "
-                       f"{variable.shape.as_list()}")
-  for name, variable in targets.items():
-    variable.assign(reader.get_tensor(name))
+  released_names.load_released_checkpoint(prefix, targets, f"task_name {task_name!r}; ")

@@ -71,3 +71,24 @@ def build_squad_model(config: XLNetConfig, start_n_top: int = 5, end_n_top: int 
                         end_n_top=end_n_top, dropout_rate=dropout_rate, name="xlnet_squad")
   model.build()
   return model
+
+
+def released_squad_head_variables(model: XLNetForSquad) -> Dict[str, Any]:
+  """Released (TF1 run_squad) name -> variable of the SQuAD head."""
+  head = model.head
+  names = {}
+  for layer in (head.start_dense, head.end_dense_0, head.end_layer_norm, head.end_dense_1,
+                head.class_dense_0, head.class_dense_1):
+    for variable in layer.weights:
+      names[f"{layer.name}/{variable.name.split('/')[-1].split(':')[0]}"] = variable
+  return names
+
+
+def load_released_squad(model: XLNetForSquad, prefix: str) -> None:
+  """Loads a SQuAD checkpoint of the original code (TF1, released names): the encoder
+  (`model/transformer/...`) and the head (`start_logits/...`, `end_logits/...`,
+  `answer_class/...`). Raises ValueError naming the checkpoint and the variable."""
+  from xlnet_tf import released_names  # pylint: disable=g-import-not-at-top
+  targets = {**released_names.encoder_variables(model.encoder),
+             **released_squad_head_variables(model)}
+  released_names.load_released_checkpoint(prefix, targets)
