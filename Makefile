@@ -16,7 +16,7 @@ FORCE ?=
 help:
 	@echo "make demo       SentencePiece -> records -> pretrain -> fine-tune -> SavedModel -> serve,"
 	@echo "                on the bundled data (~15 min on 2 cores); FORCE=1 redoes finished stages"
-	@echo "make ablation   the Table 6 ablation grid at small scale (several hours on 2 cores)"
+	@echo "make ablation   the Table 6 ablation grid at small scale (3 seeds, about 70 min on 2 cores)"
 	@echo "make pictures   mask, attention and training-curve PNGs from the demo's run"
 	@echo "make test       create $(VENV) if missing, install requirements*.txt, run all tests"
 	@echo "make test-fast  the suite without tests marked slow"

@@ -55,10 +55,11 @@ _FINETUNE_STEPS = flags.DEFINE_integer("finetune_steps", 400, "Fine-tuning steps
 
 def variant_settings(name: str, size: str, seed: int, pretrain_steps: int,
                      finetune_steps: int) -> demo_pipeline.DemoSettings:
-  """The DemoSettings of one run; K = 7 also predicts proportionally fewer tokens."""
+  """The DemoSettings of one run: `seed` seeds the records, pretraining and fine-tuning;
+  K = 7 also predicts proportionally fewer tokens."""
   base = demo_pipeline.DemoSettings.for_size(
       size, pretrain_steps=pretrain_steps, finetune_steps=finetune_steps, seed=seed,
-      compare_random_init=False)
+      finetune_seeds=(seed,), compare_random_init=False)
   overrides = dict(VARIANTS[name])
   if "mask_alpha" in overrides:
     overrides["num_predict"] = max(1, round(base.num_predict * base.mask_alpha
