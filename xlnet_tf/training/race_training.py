@@ -12,6 +12,8 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet_tf.data.race import NUM_OPTIONS
+from xlnet_tf.training.array_training import predict_on_arrays
+from xlnet_tf.training.array_training import train_on_arrays
 
 INPUTS = ("input_ids", "segment_ids", "input_mask")
 
@@ -31,25 +33,18 @@ def choice_logits(model, batch, training=None):
 
 def train_race(model, optimizer, arrays: Dict[str, np.ndarray], batch_size: int,
                steps: int, clip_norm: float = 1.0, seed: int = 0) -> List[float]:
-  dataset = (tf.data.Dataset.from_tensor_slices(arrays)
-             .shuffle(len(arrays["label"]), seed=seed).repeat().batch(batch_size))
+  """`steps` updates of the softmax cross-entropy over the options; the loss per step."""
+  def loss_fn(model, batch):
+    logits = choice_logits(model, batch, training=True)
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        batch["label"], logits))
 
-  @tf.function
-  def step(batch):
-    with tf.GradientTape() as tape:
-      logits = choice_logits(model, batch, training=True)
-      loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-          batch["label"], logits))
-    grads = tape.gradient(loss, model.trainable_variables,
-                          unconnected_gradients=tf.UnconnectedGradients.ZERO)
-    grads, _ = tf.clip_by_global_norm(grads, clip_norm)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    return loss
-
-  return [float(step(batch)) for batch in dataset.take(steps)]
+  return train_on_arrays(model, optimizer, arrays, batch_size, steps, loss_fn,
+                         clip_norm=clip_norm, seed=seed)
 
 
 def predict_race(model, arrays: Dict[str, np.ndarray], batch_size: int = 16) -> np.ndarray:
-  run = tf.function(lambda batch: choice_logits(model, batch, training=False))
-  dataset = tf.data.Dataset.from_tensor_slices({k: arrays[k] for k in INPUTS})
-  return np.concatenate([run(batch).numpy() for batch in dataset.batch(batch_size)])
+  """Option logits [N, 4]."""
+  return predict_on_arrays(
+      lambda batch: {"logits": choice_logits(model, batch, training=False)}, arrays,
+      INPUTS, batch_size)["logits"]

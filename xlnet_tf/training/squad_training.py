@@ -1,4 +1,4 @@
-"""Training and prediction for SQuAD windows (single device or any tf.distribute strategy).
+"""Training and prediction for SQuAD windows (one device; see `array_training`).
 
   >>> arrays = window_arrays(windows)
   >>> losses = train_squad(model, optimizer, arrays, batch_size=32, steps=1000)
@@ -8,10 +8,11 @@
 from typing import Dict, List, Sequence
 
 import numpy as np
-import tensorflow as tf
 
 from xlnet_tf.data.squad_features import SquadWindow
 from xlnet_tf.layers.squad_head import squad_loss
+from xlnet_tf.training.array_training import predict_on_arrays
+from xlnet_tf.training.array_training import train_on_arrays
 
 INPUTS = ("input_ids", "segment_ids", "input_mask", "p_mask", "cls_index")
 
@@ -38,34 +39,18 @@ def train_squad(model, optimizer, arrays: Dict[str, np.ndarray], batch_size: int
   answer_class: train the answerability head too (SQuAD 2.0; the released v1.1 runs
   train without it).
   """
-  dataset = (tf.data.Dataset.from_tensor_slices(arrays)
-             .shuffle(len(arrays["input_ids"]), seed=seed).repeat()
-             .batch(batch_size, drop_remainder=False))
+  def loss_fn(model, batch):
+    outputs = model({**{k: batch[k] for k in INPUTS},
+                     "start_positions": batch["start_positions"]}, training=True)
+    return squad_loss(outputs, batch["start_positions"], batch["end_positions"],
+                      batch["is_impossible"] if answer_class else None)
 
-  @tf.function
-  def step(batch):
-    with tf.GradientTape() as tape:
-      outputs = model({**{k: batch[k] for k in INPUTS},
-                       "start_positions": batch["start_positions"]}, training=True)
-      loss = squad_loss(outputs, batch["start_positions"], batch["end_positions"],
-                        batch["is_impossible"] if answer_class else None)
-    variables = model.trainable_variables
-    grads = tape.gradient(loss, variables,
-                          unconnected_gradients=tf.UnconnectedGradients.ZERO)
-    grads, _ = tf.clip_by_global_norm(grads, clip_norm)
-    optimizer.apply_gradients(zip(grads, variables))
-    return loss
-
-  return [float(step(batch)) for batch in dataset.take(steps)]
+  return train_on_arrays(model, optimizer, arrays, batch_size, steps, loss_fn,
+                         clip_norm=clip_norm, seed=seed)
 
 
 def predict_squad(model, arrays: Dict[str, np.ndarray], batch_size: int = 64
                   ) -> Dict[str, np.ndarray]:
   """The head's inference outputs for every window, concatenated in order."""
-  run = tf.function(lambda batch: model(batch, training=False))
-  outputs: Dict[str, list] = {}
-  dataset = tf.data.Dataset.from_tensor_slices({k: arrays[k] for k in INPUTS})
-  for batch in dataset.batch(batch_size):
-    for key, value in run(batch).items():
-      outputs.setdefault(key, []).append(value.numpy())
-  return {key: np.concatenate(values) for key, values in outputs.items()}
+  return predict_on_arrays(lambda batch: model(batch, training=False), arrays, INPUTS,
+                           batch_size)
