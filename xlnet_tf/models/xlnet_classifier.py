@@ -14,6 +14,7 @@ import tensorflow as tf
 import tf_keras
 
 from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.models.encoder_model import EncoderModel
 from xlnet_tf.layers.initializers import normal_initializer
 from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.layers.sequence_summary import SequenceSummary
@@ -21,7 +22,7 @@ from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
 
 
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
-class XLNetClassifier(tf_keras.Model):
+class XLNetClassifier(EncoderModel):
   """Encoder (content stream) -> summary [B, D] -> logits float32 [B, C].
 
   Args:
@@ -50,10 +51,6 @@ class XLNetClassifier(tf_keras.Model):
         num_classes, kernel_initializer=normal_initializer(c.initializer_range),
         name="logit")
 
-  @property
-  def config(self) -> XLNetConfig:
-    return self.encoder.config
-
   def build(self, input_shape=None):
     d_model = self.encoder.config.d_model
     if not self.encoder.built:
@@ -76,13 +73,6 @@ class XLNetClassifier(tf_keras.Model):
             "num_classes": self.num_classes, "summary_type": self.summary_type,
             "use_proj": self.use_proj, "dropout_rate": self.dropout_rate,
             "is_regression": self.is_regression, "name": self.name}
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    config = dict(config)
-    encoder = tf_keras.layers.deserialize(config.pop("encoder"),
-                                          custom_objects=custom_objects)
-    return cls(encoder, **config)
 
 
 def build_classifier(config: XLNetConfig, num_classes: int, **kwargs) -> XLNetClassifier:

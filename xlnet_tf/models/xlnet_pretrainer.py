@@ -6,13 +6,14 @@ import tensorflow as tf
 import tf_keras
 
 from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.models.encoder_model import EncoderModel
 from xlnet_tf.layers.tied_lm_head import TiedLMHead
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
 from xlnet_tf.layers.scoped_build import build_in_scope
 
 
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
-class XLNetPretrainer(tf_keras.Model):
+class XLNetPretrainer(EncoderModel):
   """Encoder + tied LM head (`model/lm_loss/bias` in the released checkpoints).
 
   Call with the encoder's input dict. Returns the encoder's outputs plus
@@ -37,10 +38,6 @@ class XLNetPretrainer(tf_keras.Model):
     self.objective = objective
     self.encoder = encoder
     self.lm_head = TiedLMHead(encoder.config.n_token, name="lm_loss")
-
-  @property
-  def config(self) -> XLNetConfig:
-    return self.encoder.config
 
   def build(self, input_shape=None):
     """Creates every weight without running the model (an encoder built before is kept)."""
@@ -67,13 +64,6 @@ class XLNetPretrainer(tf_keras.Model):
   def get_config(self):
     return {"encoder": tf_keras.layers.serialize(self.encoder), "objective": self.objective,
             "name": self.name}
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    config = dict(config)
-    encoder = tf_keras.layers.deserialize(config.pop("encoder"),
-                                          custom_objects=custom_objects)
-    return cls(encoder, **config)
 
 
 def build_pretrainer(config: XLNetConfig, objective: str = "plm") -> XLNetPretrainer:

@@ -14,6 +14,7 @@ from typing import Any, Dict, Mapping
 import tf_keras
 
 from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.models.encoder_model import EncoderModel
 from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.layers.squad_head import SquadHead
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
@@ -22,7 +23,7 @@ ENCODER_INPUTS = ("input_ids", "segment_ids", "input_mask")
 
 
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
-class XLNetForSquad(tf_keras.Model):
+class XLNetForSquad(EncoderModel):
   """Encoder -> hidden [B, T, D] -> SquadHead (see its docstring for the outputs)."""
 
   def __init__(self, encoder: XLNetEncoder, start_n_top: int = 5, end_n_top: int = 5,
@@ -34,10 +35,6 @@ class XLNetForSquad(tf_keras.Model):
                           layer_norm_epsilon=c.layer_norm_eps,
                           initializer_range=c.initializer_range, dropout_rate=dropout_rate,
                           name="squad_head")
-
-  @property
-  def config(self) -> XLNetConfig:
-    return self.encoder.config
 
   def build(self, input_shape=None):
     if not self.encoder.built:
@@ -56,13 +53,6 @@ class XLNetForSquad(tf_keras.Model):
     return {"encoder": tf_keras.layers.serialize(self.encoder),
             "start_n_top": self.head.start_n_top, "end_n_top": self.head.end_n_top,
             "dropout_rate": self.head.dropout_rate, "name": self.name}
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    config = dict(config)
-    encoder = tf_keras.layers.deserialize(config.pop("encoder"),
-                                          custom_objects=custom_objects)
-    return cls(encoder, **config)
 
 
 def build_squad_model(config: XLNetConfig, start_n_top: int = 5, end_n_top: int = 5,
