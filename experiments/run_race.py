@@ -7,7 +7,7 @@ r"""Fine-tunes and evaluates XLNet on RACE (multiple choice reading comprehensio
 
 Reads DATA_DIR/{train,dev,test}/{middle,high}/*.txt (see `xlnet_tf.data.race`) and
 reports accuracy on --eval_split per subset (middle, high) and overall, in
-OUTPUT_DIR/eval_results_<split>.json. Training runs on one device here.
+OUTPUT_DIR/eval_results_<split>.json. Training runs under --strategy (default one device).
 """
 
 import json
@@ -19,6 +19,7 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from experiments import strategy_flags  # noqa: E402
 from experiments import task_flags  # noqa: E402
 from xlnet_tf import pretrained  # noqa: E402
 from xlnet_tf.data import race  # noqa: E402
@@ -60,10 +61,12 @@ def main(argv):
     sp = tokenization.load_spiece(spiece)
     arrays = _arrays(sp, race.read_race(FLAGS.data_dir, "train", FLAGS.levels))
     tf.keras.utils.set_random_seed(FLAGS.seed)
-    model = build_classifier(config, 1, summary_type="last", dropout_rate=FLAGS.dropout)
-    optimizer = task_flags.warm_start_and_optimizer(model)
+    strategy = strategy_flags.strategy_from_flags()
+    with strategy.scope():
+      model = build_classifier(config, 1, summary_type="last", dropout_rate=FLAGS.dropout)
+      optimizer = task_flags.warm_start_and_optimizer(model)
     losses = train_race(model, optimizer, arrays, FLAGS.train_batch_size, FLAGS.train_steps,
-                        seed=FLAGS.seed)
+                        seed=FLAGS.seed, strategy=strategy)
     task_flags.save_task_model(model, final, spiece)
     print(f"trained {len(losses)} steps: loss {losses[0]:.3f} -> {losses[-1]:.3f}")
   if FLAGS.do_eval:

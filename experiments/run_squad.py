@@ -10,8 +10,12 @@ r"""Fine-tunes and evaluates XLNet on SQuAD v1.1 / v2.0 (the original run_squad.
 --do_predict writes OUTPUT_DIR/predictions.json ({id: answer}, the official format),
 nbest_predictions.json and null_odds.json; when the predict file has answers it also
 scores them with the official EM/F1 (v2.0: HasAns/NoAns and the best null threshold,
-which is searched on that file, applied, and recorded in eval_results.json).
-Training runs on one device here (`xlnet_tf.training.squad_training`).
+which is searched on that file, applied, and recorded in eval_results.json and in
+MODEL_DIR/final/squad.json for the export). --do_export writes a SavedModel whose
+signature takes raw `question` and `context` strings and returns `answer_text`,
+`answer_start_char`, `score` (and `is_impossible` for v2.0); see
+`xlnet_tf/serving/squad_export.py`.
+Training runs under --strategy (default one device; mirrored, multi_worker, tpu).
 """
 
 import json
@@ -24,6 +28,7 @@ from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from experiments import strategy_flags  # noqa: E402
 from experiments import task_flags  # noqa: E402
 from xlnet_tf import pretrained  # noqa: E402
 from xlnet_tf.data import squad  # noqa: E402
@@ -33,6 +38,7 @@ from xlnet_tf.data import tokenization  # noqa: E402
 from xlnet_tf.evaluation import squad_metrics  # noqa: E402
 from xlnet_tf.evaluation import squad_postprocess  # noqa: E402
 from xlnet_tf.models.xlnet_squad import build_squad_model  # noqa: E402
+from xlnet_tf.serving import squad_export  # noqa: E402
 from xlnet_tf.training.squad_training import predict_squad  # noqa: E402
 from xlnet_tf.training.squad_training import train_squad  # noqa: E402
 from xlnet_tf.training.squad_training import window_arrays  # noqa: E402
@@ -52,12 +58,32 @@ flags.DEFINE_integer("n_best_size", 5, "Candidates kept per question.")
 flags.DEFINE_integer("start_n_top", 5, "Best starts searched.")
 flags.DEFINE_integer("end_n_top", 5, "Best ends searched per start.")
 flags.DEFINE_integer("predict_batch_size", 32, "Windows per prediction batch.")
+flags.DEFINE_bool("do_export", False, "Export a SavedModel (raw question and context in, "
+                  "answer out) to --export_dir.")
+flags.DEFINE_string("export_dir", None, "Where --do_export writes (default MODEL_DIR/export).")
 flags.DEFINE_float("null_score_diff_threshold", None, "v2.0: answer '' when the null score "
                    "exceeds this (default: the best threshold found on --predict_file when "
                    "it has answers, else 0).")
-flags.mark_flags_as_required(["model_dir", "output_dir"])
+flags.mark_flags_as_required(["model_dir"])
 
-SETTINGS_FILE = "squad.json"
+SETTINGS_FILE = squad_export.SETTINGS_FILE
+
+
+def _load_model(final):
+  return task_flags.load_task_model(
+      lambda config: build_squad_model(config, FLAGS.start_n_top, FLAGS.end_n_top, 0.0),
+      final)
+
+
+def _record_threshold(final, threshold):
+  """Keeps the v2.0 null threshold with the model, for --do_export."""
+  path = os.path.join(final, SETTINGS_FILE)
+  if tf.io.gfile.exists(path):
+    with tf.io.gfile.GFile(path) as f:
+      settings = json.load(f)
+    settings["null_score_diff_threshold"] = threshold
+    with tf.io.gfile.GFile(path, "w") as f:
+      f.write(json.dumps(settings, indent=2) + "\n")
 
 
 def _windows(sp, examples, is_training):
@@ -75,14 +101,17 @@ def _write_json(name, values):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  if not (FLAGS.do_train or FLAGS.do_predict):
-    raise app.UsageError("nothing to do: give --do_train and/or --do_predict")
+  if not (FLAGS.do_train or FLAGS.do_predict or FLAGS.do_export):
+    raise app.UsageError("nothing to do: give --do_train, --do_predict and/or --do_export")
   if FLAGS.do_train and not FLAGS.train_file:
     raise app.UsageError("--do_train needs --train_file")
   if FLAGS.do_predict and not FLAGS.predict_file:
     raise app.UsageError("--do_predict needs --predict_file")
+  if FLAGS.do_predict and not FLAGS.output_dir:
+    raise app.UsageError("--do_predict needs --output_dir")
   final = os.path.join(FLAGS.model_dir, "final")
-  tf.io.gfile.makedirs(FLAGS.output_dir)
+  if FLAGS.do_predict:
+    tf.io.gfile.makedirs(FLAGS.output_dir)
 
   if FLAGS.do_train:
     config, spiece = task_flags.pretrained_config_and_spiece()
@@ -93,22 +122,23 @@ def main(argv):
                  "mismatch)", FLAGS.train_file, len(examples), len(windows),
                  report["skipped_answers"])
     tf.keras.utils.set_random_seed(FLAGS.seed)
-    model = build_squad_model(config, FLAGS.start_n_top, FLAGS.end_n_top, FLAGS.dropout)
-    optimizer = task_flags.warm_start_and_optimizer(model)
+    strategy = strategy_flags.strategy_from_flags()
+    with strategy.scope():
+      model = build_squad_model(config, FLAGS.start_n_top, FLAGS.end_n_top, FLAGS.dropout)
+      optimizer = task_flags.warm_start_and_optimizer(model)
     losses = train_squad(model, optimizer, window_arrays(windows), FLAGS.train_batch_size,
-                         FLAGS.train_steps, seed=FLAGS.seed)
+                         FLAGS.train_steps, seed=FLAGS.seed, strategy=strategy)
     task_flags.save_task_model(model, final, spiece)
     with tf.io.gfile.GFile(os.path.join(final, SETTINGS_FILE), "w") as f:
-      f.write(json.dumps({k: FLAGS[k].value for k in (
+      f.write(json.dumps({**{k: FLAGS[k].value for k in (
           "uncased", "max_seq_length", "doc_stride", "max_query_length", "start_n_top",
-          "end_n_top")}, indent=2) + "\n")
+          "end_n_top")}, "version_2_with_negative": any(e.is_impossible for e in examples)},
+          indent=2) + "\n")
     print(f"trained {len(losses)} steps: loss {losses[0]:.3f} -> {losses[-1]:.3f}; "
           f"model in {final}")
 
   if FLAGS.do_predict:
-    model = task_flags.load_task_model(
-        lambda config: build_squad_model(config, FLAGS.start_n_top, FLAGS.end_n_top, 0.0),
-        final)
+    model = _load_model(final)
     sp = tokenization.load_spiece(os.path.join(final, pretrained.SPIECE_FILE))
     examples, _ = squad.read_squad(FLAGS.predict_file)
     windows = _windows(sp, examples, is_training=False)
@@ -128,6 +158,7 @@ def main(argv):
       threshold = 0.0 if threshold is None else threshold
       answers = {q: ("" if null_scores[q] > threshold else a) for q, a in answers.items()}
       results["null_score_diff_threshold"] = threshold
+      _record_threshold(final, threshold)
     if has_gold:
       results.update(squad_metrics.evaluate(gold, answers,
                                             version="2.0" if version2 else "1.1"))
@@ -140,6 +171,12 @@ def main(argv):
         q: [{"text": c.text, "score": c.score, "start_char": c.start_char}
             for c in candidates] for q, candidates in nbest.items()})
     print(f"wrote {len(answers)} predictions to {FLAGS.output_dir}/predictions.json")
+
+  if FLAGS.do_export:
+    export_dir = FLAGS.export_dir or os.path.join(FLAGS.model_dir, "export")
+    squad_export.export_squad(_load_model(final), final, export_dir,
+                              FLAGS.null_score_diff_threshold, FLAGS.max_answer_length)
+    print(f"exported the SavedModel (question, context -> answer) to {export_dir}")
 
 
 if __name__ == "__main__":

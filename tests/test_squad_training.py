@@ -4,6 +4,7 @@ unanswerable question with the null answer (SQuAD 2.0)."""
 
 import os
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -72,7 +73,8 @@ def test_run_squad_command_trains_predicts_and_scores(spiece_model, tmp_path):
       [sys.executable, "-m", "experiments.run_squad", "--do_train", "--do_predict",
        f"--train_file={SQUAD}", f"--predict_file={SQUAD}",
        f"--init_checkpoint={tmp_path / 'pre'}", f"--model_dir={tmp_path / 'model'}",
-       f"--output_dir={tmp_path / 'out'}", "--max_seq_length=192", "--doc_stride=64",
+       f"--output_dir={tmp_path / 'out'}", "--max_seq_length=320", "--doc_stride=64",
+       "--do_export", f"--export_dir={tmp_path / 'export'}",
        "--train_steps=6", "--train_batch_size=4", "--learning_rate=1e-3"],
       cwd=repo, capture_output=True, text=True, timeout=900)
   assert result.returncode == 0, result.stderr[-3000:]
@@ -83,3 +85,34 @@ def test_run_squad_command_trains_predicts_and_scores(spiece_model, tmp_path):
   nbest = json.loads((tmp_path / "out" / "nbest_predictions.json").read_text())
   for qid, answer in predictions.items():     # the answer is the best of its n-best list
     assert nbest[qid][0]["text"] == answer
+  # The SavedModel (every sample context fits one 320-piece window) gives the same answers.
+  import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  examples, _ = squad.read_squad(SQUAD)
+  serve = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
+  served = serve(question=tf.constant([e.question for e in examples]),
+                 context=tf.constant([e.context for e in examples]))
+  assert "is_impossible" not in served                  # a v1.1 model
+  assert not served["paragraph_truncated"].numpy().any()
+  assert [t.decode() for t in served["answer_text"].numpy()] == \
+      [predictions[e.qas_id] for e in examples]
+  for example, start in zip(examples, served["answer_start_char"].numpy()):
+    assert start == nbest[example.qas_id][0]["start_char"]
+
+
+def test_mirrored_fine_tuning_equals_one_device(spiece_model):
+  """Two replicas on the same global batches make the same updates as one device."""
+  import json
+  import subprocess
+  import sys
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  env = {**os.environ, "PYTHONPATH": root}
+  result = subprocess.run(
+      [sys.executable, os.path.join(root, "tests", "mirrored_squad_run.py"), spiece_model,
+       SQUAD, "4"], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  runs = json.loads(result.stdout.strip().splitlines()[-1])
+  assert runs["mirrored"]["replicas"] == 2 and runs["same_initial_weights"]
+  np.testing.assert_allclose(runs["mirrored"]["losses"], runs["one_device"]["losses"],
+                             rtol=1e-5)
+  assert runs["max_weight_change"] > 1e-3                 # the runs did train
+  assert runs["max_weight_difference"] < 1e-3 * runs["max_weight_change"]

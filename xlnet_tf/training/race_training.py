@@ -32,7 +32,8 @@ def choice_logits(model, batch, training=None):
 
 
 def train_race(model, optimizer, arrays: Dict[str, np.ndarray], batch_size: int,
-               steps: int, clip_norm: float = 1.0, seed: int = 0) -> List[float]:
+               steps: int, clip_norm: float = 1.0, seed: int = 0,
+               strategy=None) -> List[float]:
   """`steps` updates of the softmax cross-entropy over the options; the loss per step."""
   def loss_fn(model, batch):
     logits = choice_logits(model, batch, training=True)
@@ -40,7 +41,7 @@ def train_race(model, optimizer, arrays: Dict[str, np.ndarray], batch_size: int,
         batch["label"], logits))
 
   return train_on_arrays(model, optimizer, arrays, batch_size, steps, loss_fn,
-                         clip_norm=clip_norm, seed=seed)
+                         clip_norm=clip_norm, seed=seed, strategy=strategy)
 
 
 def predict_race(model, arrays: Dict[str, np.ndarray], batch_size: int = 16) -> np.ndarray:

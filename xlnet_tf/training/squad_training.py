@@ -1,4 +1,4 @@
-"""Training and prediction for SQuAD windows (one device; see `array_training`).
+"""Training and prediction for SQuAD windows (any tf.distribute strategy; see `array_training`).
 
   >>> arrays = window_arrays(windows)
   >>> losses = train_squad(model, optimizer, arrays, batch_size=32, steps=1000)
@@ -33,7 +33,7 @@ def window_arrays(windows: Sequence[SquadWindow]) -> Dict[str, np.ndarray]:
 
 def train_squad(model, optimizer, arrays: Dict[str, np.ndarray], batch_size: int,
                 steps: int, answer_class: bool = True, clip_norm: float = 1.0,
-                seed: int = 0) -> List[float]:
+                seed: int = 0, strategy=None) -> List[float]:
   """`steps` updates on shuffled, repeated batches; returns the loss of every step.
 
   answer_class: train the answerability head too (SQuAD 2.0; the released v1.1 runs
@@ -46,7 +46,7 @@ def train_squad(model, optimizer, arrays: Dict[str, np.ndarray], batch_size: int
                       batch["is_impossible"] if answer_class else None)
 
   return train_on_arrays(model, optimizer, arrays, batch_size, steps, loss_fn,
-                         clip_norm=clip_norm, seed=seed)
+                         clip_norm=clip_norm, seed=seed, strategy=strategy)
 
 
 def predict_squad(model, arrays: Dict[str, np.ndarray], batch_size: int = 64

@@ -1,0 +1,149 @@
+"""SavedModel export of a SQuAD model: raw question and context in, answer span out.
+
+Signature `serving_default` (any batch size):
+  question string [B], context string [B]
+  -> answer_text string [B]        the raw context's characters of the best span ("" for
+                                   "no answer": v2.0 above the threshold, or no valid span)
+     answer_start_char int32 [B]   its first character in the raw context (-1 if "")
+     score float32 [B]             start + end log-probability of the best span (-inf if
+                                   no span qualifies)
+     paragraph_truncated bool [B]  the context did not fit one window (see below)
+     is_impossible float32 [B]     v2.0 models only: sigmoid of the answer-class logit
+Tokenization (`squad_text.squad_inputs`), the model and span decoding all run in the graph;
+serving needs only TensorFlow and tensorflow-text:
+
+  import tensorflow as tf, tensorflow_text  # registers the SentencePiece ops
+  answer = tf.saved_model.load(EXPORT_DIR).signatures["serving_default"]
+  answer(question=tf.constant(["Who?"]), context=tf.constant(["Ahab hunted."]))
+
+Decoding is `squad_postprocess.decode` for one window: the best of the start_n_top x
+end_n_top candidates whose start and end are paragraph pieces covering text, end >= start
+and at most `max_answer_length` pieces; ties go to the earlier (start rank, end rank).
+A v2.0 model answers "" when its answer-class logit exceeds `null_score_diff_threshold`
+(recorded by run_squad --do_predict on a dev file, or given). Contexts longer than one
+window (`max_seq_length` minus the question and 3 special tokens) are cut to their first
+window; use `experiments/run_squad.py --do_predict` for doc-stride windows over long
+contexts.
+"""
+
+import json
+import os
+from typing import Dict, Optional
+
+import tensorflow as tf
+
+from xlnet_tf import pretrained
+from xlnet_tf.serving import squad_text
+from xlnet_tf.serving.text_encoder import XLNetTextEncoder
+
+SETTINGS_FILE = "squad.json"   # written next to the model by experiments/run_squad.py
+
+
+@tf.autograph.experimental.do_not_convert
+def best_spans(outputs: Dict[str, tf.Tensor], features: Dict[str, tf.Tensor],
+               max_answer_length: int) -> Dict[str, tf.Tensor]:
+  """Head outputs (inference) of one window per question -> the best span per question.
+
+  Args:
+    outputs: start_top_log_probs, start_top_index [B, K1]; end_top_log_probs,
+      end_top_index [B, K1, K2] (start-major).
+    features: `squad_text.squad_inputs` (raw_begin, raw_end [B, T]: -1 outside text).
+  Returns: begin, end int64 [B] (raw characters; -1 when no candidate qualifies), score
+    float32 [B] (-inf then).
+  """
+  begin_at, end_at = features["raw_begin"], features["raw_end"]
+  starts = tf.cast(outputs["start_top_index"], tf.int32)                    # [B, K1]
+  ends = tf.cast(outputs["end_top_index"], tf.int32)                        # [B, K1, K2]
+  start_ok = tf.gather(begin_at, starts, batch_dims=1) >= 0
+  end_ok = tf.gather(tf.reshape(end_at, [tf.shape(ends)[0], -1]),
+                     tf.reshape(ends, [tf.shape(ends)[0], -1]), batch_dims=1) >= 0
+  end_ok = tf.reshape(end_ok, tf.shape(ends))
+  length = ends - starts[:, :, None] + 1
+  valid = start_ok[:, :, None] & end_ok & (length >= 1) & (length <= max_answer_length)
+  score = outputs["start_top_log_probs"][:, :, None] + outputs["end_top_log_probs"]
+  score = tf.where(valid, score, -float("inf"))
+  flat = tf.reshape(score, [tf.shape(score)[0], -1])                      # [B, K1 * K2]
+  best = tf.argmax(flat, axis=-1, output_type=tf.int32)                   # first maximum
+  k2 = tf.shape(ends)[2]
+  best_start = tf.gather(starts, best // k2, batch_dims=1)
+  best_end = tf.gather(tf.reshape(ends, tf.shape(flat)), best, batch_dims=1)
+  found = tf.reduce_any(tf.reshape(valid, tf.shape(flat)), axis=-1)
+  begin = tf.where(found, tf.gather(begin_at, best_start, batch_dims=1), -1)
+  end = tf.where(found, tf.gather(end_at, best_end, batch_dims=1), -1)
+  return {"begin": begin, "end": end,
+          "score": tf.gather(flat, best, batch_dims=1)}
+
+
+class SquadServing(tf.Module):
+  """The exported module: the SQuAD model, the text encoder and the decoding settings."""
+
+  def __init__(self, model, spiece_model: str, max_seq_length: int,
+               max_query_length: int = 64, max_answer_length: int = 64,
+               uncased: bool = False, null_score_diff_threshold: Optional[float] = None):
+    """`null_score_diff_threshold` None: a v1.1 model (no is_impossible output)."""
+    super().__init__(name="xlnet_squad_serving")
+    self.model = model
+    self.text_encoder = XLNetTextEncoder(spiece_model, lower=uncased)
+    self.max_seq_length = int(max_seq_length)
+    self.max_query_length = int(max_query_length)
+    self.max_answer_length = int(max_answer_length)
+    self.null_threshold = null_score_diff_threshold
+    squad_text.squad_inputs(self.text_encoder, tf.constant(["?"]), tf.constant(["."]),
+                            self.max_seq_length, self.max_query_length)  # checks lengths
+
+  def answer(self, question, context) -> Dict[str, tf.Tensor]:
+    features = squad_text.squad_inputs(self.text_encoder, question, context,
+                                       self.max_seq_length, self.max_query_length)
+    outputs = self.model({k: features[k] for k in (
+        "input_ids", "segment_ids", "input_mask", "p_mask", "cls_index")}, training=False)
+    spans = best_spans(outputs, features, self.max_answer_length)
+    begin, end = spans["begin"], spans["end"]
+    answered = begin >= 0
+    result = {"score": spans["score"], "paragraph_truncated": features["paragraph_truncated"]}
+    if self.null_threshold is not None:
+      result["is_impossible"] = tf.sigmoid(outputs["cls_logits"])
+      answered &= outputs["cls_logits"] <= self.null_threshold
+    context = tf.strings.unicode_transcode(context, "UTF-8", "UTF-8", errors="replace",
+                                           replacement_char=0xFFFD,
+                                           replace_control_characters=False)
+    text = tf.strings.substr(context, tf.maximum(begin, 0), tf.maximum(end - begin, 0),
+                             unit="UTF8_CHAR")
+    result["answer_text"] = tf.where(answered, text, "")
+    result["answer_start_char"] = tf.cast(tf.where(answered, begin, -1), tf.int32)
+    return result
+
+  def signatures(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
+    strings = tf.TensorSpec([None], tf.string)
+    answer = tf.function(lambda question, context: self.answer(question, context))
+    return {"serving_default": answer.get_concrete_function(question=strings,
+                                                            context=strings)}
+
+
+def export_squad(model, model_dir: str, export_dir: str,
+                 null_score_diff_threshold: Optional[float] = None,
+                 max_answer_length: int = 64) -> str:
+  """Exports `model`, fine-tuned by run_squad into `model_dir` (spiece.model, squad.json).
+
+  The settings (max_seq_length, max_query_length, uncased, v2.0 and its recorded null
+  threshold) come from `model_dir/squad.json`; `null_score_diff_threshold` overrides the
+  recorded threshold of a v2.0 model (default 0.0 when none was recorded).
+  """
+  settings_path = os.path.join(model_dir, SETTINGS_FILE)
+  spiece_model = os.path.join(model_dir, pretrained.SPIECE_FILE)
+  for path in (settings_path, spiece_model):
+    if not tf.io.gfile.exists(path):
+      raise FileNotFoundError(f"{path}: missing; export a model directory written by "
+                              f"experiments/run_squad.py --do_train")
+  with tf.io.gfile.GFile(settings_path) as f:
+    settings = json.load(f)
+  threshold = None
+  if settings.get("version_2_with_negative"):
+    threshold = null_score_diff_threshold
+    if threshold is None:
+      threshold = settings.get("null_score_diff_threshold", 0.0)
+  module = SquadServing(model, spiece_model, settings["max_seq_length"],
+                        settings["max_query_length"], max_answer_length,
+                        uncased=settings.get("uncased", False),
+                        null_score_diff_threshold=threshold)
+  tf.saved_model.save(module, export_dir, signatures=module.signatures())
+  return export_dir
