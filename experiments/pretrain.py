@@ -8,7 +8,8 @@ Settings of the data (seq_len, reuse_len, num_predict, bi_data, the batch layout
 the records' manifest; passing one of those flags with another value is an error. The
 model size comes from --model_config (a released xlnet_config.json) or the size flags.
 Strategies: default (one device), --strategy=mirrored (GPUs), multi_worker (TF_CONFIG),
---tpu=NAME (Cloud TPU: TPUStrategy, one input pipeline per host). Rerunning with the same
+--tpu=NAME (Cloud TPU: TPUStrategy, one input pipeline per host; the paper's Large run is
+experiments/flagfiles/xlnet_large_tpu.flags). Rerunning with the same
 --model_dir resumes from its newest checkpoint. `--flagfile` works as in every absl tool.
 """
 

@@ -7,6 +7,11 @@ position follows from the step), and runs an orbit Controller: `steps_per_loop` 
 `save_steps`. At the end the model is exported with `save_pretrained` to `export_dir`,
 which `xlnet_tf.load_pretrained` and fine-tuning read.
 
+Multi-worker (MultiWorkerMirroredStrategy): every worker runs the same program. The chief
+writes `model_dir` and the export; the other workers restore from the chief's newest
+checkpoint, take part in every save (saving is collective) into a private
+`model_dir/.worker-<type>-<id>` directory, and delete it at the end.
+
   >>> summary = run_pretraining(tf.distribute.get_strategy(), config, "records/",
   ...                           PretrainOptions(model_dir="run", train_steps=1000))
 """
@@ -117,11 +122,15 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
 
   checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
                                    **({"memories": memories} if memories else {}))
+  write_dir = _writing_dir(strategy, options.model_dir)
+  if write_dir != options.model_dir and tf.io.gfile.exists(write_dir):
+    tf.io.gfile.rmtree(write_dir)                   # a previous run's: never restored from
   manager = tf.train.CheckpointManager(
-      checkpoint, options.model_dir, max_to_keep=options.max_checkpoints,
+      checkpoint, write_dir, max_to_keep=options.max_checkpoints,
       step_counter=optimizer.iterations, checkpoint_interval=options.save_steps)
-  restored = manager.restore_or_initialize()
+  restored = tf.train.latest_checkpoint(options.model_dir)     # the chief's, on every worker
   if restored:
+    checkpoint.restore(restored)
     logging.info("resuming from %s at step %d", restored, int(optimizer.iterations.numpy()))
     if memories is not None:
       memories.from_host()
@@ -145,7 +154,7 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
   controller = orbit.Controller(
       global_step=optimizer.iterations, trainer=trainer, strategy=strategy,
       steps_per_loop=options.steps_per_loop, checkpoint_manager=manager,
-      summary_dir=os.path.join(options.model_dir, "train"),
+      summary_dir=os.path.join(write_dir, "train"),
       summary_interval=options.steps_per_loop,
       train_actions=[lambda output: losses.append(float(output["loss"]))])
   stop = min(options.stop_at_step or options.train_steps, options.train_steps)
@@ -154,10 +163,21 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
 
   export_dir = options.export_dir or os.path.join(options.model_dir, "export")
   spiece = manifest["spiece"]["path"]
-  pretrained.save_pretrained(model, export_dir,
-                             spiece if tf.io.gfile.exists(spiece) else None)
+  pretrained.save_pretrained(
+      model, export_dir if write_dir == options.model_dir else os.path.join(write_dir, "export"),
+      spiece if tf.io.gfile.exists(spiece) else None)
+  if write_dir != options.model_dir:
+    tf.io.gfile.rmtree(write_dir)
   return {"step": int(optimizer.iterations.numpy()), "losses": losses,
           "export_dir": export_dir, "start_step": start_step}
+
+
+def _writing_dir(strategy: tf.distribute.Strategy, model_dir: str) -> str:
+  """`model_dir` for the chief (and single-worker runs), a private directory for others."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.task_type or strategy.extended.should_checkpoint:
+    return model_dir
+  return os.path.join(model_dir, f".worker-{resolver.task_type}-{resolver.task_id}")
 
 
 def _warm_start(model, init_checkpoint: str) -> None:
