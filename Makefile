@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-requirements
 PYTEST_ARGS ?=
 
 .PHONY: help venv demo ablation pictures test test-fast bench bench-data bench-pretrain \
-	bench-serving clean
+	bench-serving bazel-test beam-venv test-beam clean
 
 DEMO_DIR ?= runs/demo
 ABLATION_DIR ?= runs/ablation
@@ -20,6 +20,10 @@ help:
 	@echo "make pictures   mask, attention and training-curve PNGs from the demo's run"
 	@echo "make test       create $(VENV) if missing, install requirements*.txt, run all tests"
 	@echo "make test-fast  the suite without tests marked slow"
+	@echo "make bazel-test the same tests under Bazel (bazel test //...), offline, with $(VENV)'s Python;"
+	@echo "                BAZEL_ARGS=--test_tag_filters=-slow skips the slow ones"
+	@echo "make test-beam  the Beam pipeline's test in $(VENV_BEAM) (requirements + requirements-beam:"
+	@echo "                Beam pins protobuf 6, so it gets a venv of its own)"
 	@echo "make bench      forward/training-step tokens/s, base size, seq 512 (vs HuggingFace)"
 	@echo "make bench-data create_pretraining_data tokens/s (1 and 2 workers), reader examples/s"
 	@echo "make bench-pretrain training tokens/s vs Model Garden XLNetBase (fp32, XLA)"
@@ -51,6 +55,29 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+# The optional Beam pipeline (requirements-beam.txt) in a venv of its own: Beam 2.77 pins
+# protobuf < 7, which sentencepiece 0.2.3's generated model module (used by the serving
+# and SQuAD code) refuses; the pipeline itself does not need that module.
+VENV_BEAM ?= .venv-beam
+STAMP_BEAM := $(VENV_BEAM)/.installed-requirements
+beam-venv: $(STAMP_BEAM)
+
+$(STAMP_BEAM): requirements.txt requirements-beam.txt requirements-test.txt
+	test -x $(VENV_BEAM)/bin/python || $(PYTHON) -m venv $(VENV_BEAM)
+	$(VENV_BEAM)/bin/python -m pip install -r requirements.txt -r requirements-beam.txt \
+	    $$(grep -E '^pytest==' requirements-test.txt)
+	touch $(STAMP_BEAM)
+
+test-beam: $(STAMP_BEAM)
+	$(VENV_BEAM)/bin/python -m pytest tests/test_beam_pipeline.py $(PYTEST_ARGS)
+
+# Bazel runs the tests with $(VENV)'s interpreter (third_party/bazel/venv_python.sh finds
+# .venv beside the checkout; another VENV is passed to the tests here).
+BAZEL ?= bazel
+BAZEL_ARGS ?=
+bazel-test: $(STAMP)
+	$(BAZEL) test //... $(if $(filter-out .venv,$(VENV)),--test_env=XLNET_TF_PYTHON=$(abspath $(BIN)/python),) $(BAZEL_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m experiments.benchmark_model

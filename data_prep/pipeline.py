@@ -6,15 +6,20 @@ One job = one chunk of the input (see `corpus`): tokenized once, then one shard 
 then a `.stats.json` beside it records its counts and a fingerprint of the settings; a
 rerun skips every shard that has both, so a crashed run finishes with exactly the output
 of an uninterrupted one. The manifest is written last.
+
+`plan`, `ShardJob` (one shard per call of `write_shard`) and `finish` are the steps of
+`create`; `data_prep.beam_pipeline` runs the same steps on Apache Beam, so its records
+are the same bytes.
 """
 
 import dataclasses
+import functools
 import hashlib
 import json
 import multiprocessing
 import os
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
 import numpy as np
@@ -68,13 +73,62 @@ def create(settings: DataSettings, input_patterns: Sequence[str], spiece_model: 
   Everything that can be checked is checked before any work: the settings, the task
   split, the input files, the SentencePiece model (its XLNet symbols).
   """
+  run = plan(settings, input_patterns, spiece_model, output_dir, task_index, num_tasks)
+  if num_workers < 1:
+    raise ValueError(f"--num_workers must be >= 1, got {num_workers}")
+  prepare_output_dir(run)
+  todo, done = [], {}
+  for chunk in run.chunks:
+    finished = [run.job.finished(chunk, p) for p in range(settings.num_passes)]
+    if all(finished):
+      done[chunk.index] = finished
+    else:
+      todo.append(chunk)
+  logging.info("%d input files (%.1f MB) -> %d chunks, %d for task %d/%d; %d already done",
+               len(run.files), run.total_bytes / 1e6, run.num_chunks, len(run.chunks),
+               task_index, num_tasks, len(done))
+
+  progress = _Progress(sum(c.num_bytes for c in todo), log_every_secs)
+  for chunk_index, shard_stats in _run(run.job, todo, num_workers):
+    done[chunk_index] = shard_stats
+    progress.update(shard_stats[0])
+  progress.finish()
+  return finish(run, done)
+
+
+# ---- the steps of a run, shared with data_prep.beam_pipeline --------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+  """A checked run: its settings, this task's chunks, and the job that writes a shard."""
+  settings: DataSettings
+  input_patterns: Tuple[str, ...]
+  spiece_model: str                 # as recorded in the manifest
+  spiece_sha: str
+  vocab_size: int
+  files: Tuple[str, ...]
+  total_bytes: int
+  num_chunks: int                   # of every task
+  chunks: Tuple[corpus.Chunk, ...]  # this task's
+  task_index: int
+  num_tasks: int
+  job: "ShardJob"
+
+  @property
+  def output_dir(self) -> str:
+    return self.job.output_dir
+
+
+def plan(settings: DataSettings, input_patterns: Sequence[str], spiece_model: str,
+         output_dir: str, task_index: int = 0, num_tasks: int = 1) -> Plan:
+  """Checks the settings, the task split, the inputs and the SentencePiece model (raising
+  ValueError/FileNotFoundError naming the flag) and cuts the input into chunks; writes
+  nothing."""
   settings.validate()
   if not 0 <= task_index < num_tasks:
     raise ValueError(f"--task_index ({task_index}) must be in 0..--num_tasks - 1 "
                      f"({num_tasks - 1})")
-  if num_workers < 1:
-    raise ValueError(f"--num_workers must be >= 1, got {num_workers}")
-  tokenization.load_spiece(spiece_model)                    # fails on a wrong vocabulary
+  sp = tokenization.load_spiece(spiece_model)               # fails on a wrong vocabulary
   spiece_sha = tokenization.spiece_sha256(spiece_model)
   files = corpus.find_input_files(input_patterns)
   total_bytes = sum(tf.io.gfile.stat(f).length for f in files)
@@ -86,34 +140,28 @@ def create(settings: DataSettings, input_patterns: Sequence[str], spiece_model: 
     raise ValueError(f"--task_index {task_index} of --num_tasks {num_tasks} gets no input: "
                      f"the input makes only {len(chunks)} chunk(s) of --chunk_bytes "
                      f"{settings.chunk_bytes}")
+  job = ShardJob(settings, spiece_model, output_dir, _fingerprint(settings, spiece_sha))
+  return Plan(settings=settings, input_patterns=tuple(input_patterns),
+              spiece_model=spiece_model, spiece_sha=spiece_sha,
+              vocab_size=sp.get_piece_size(), files=tuple(files), total_bytes=total_bytes,
+              num_chunks=len(chunks), chunks=tuple(mine), task_index=task_index,
+              num_tasks=num_tasks, job=job)
 
-  tf.io.gfile.makedirs(output_dir)
-  for chunk in mine:                        # leftovers of a crashed run are never complete
-    for stale in tf.io.gfile.glob(os.path.join(output_dir, f"pretrain-c{chunk.index:05d}-*"
-                                               f".partial*")):
+
+def prepare_output_dir(run: Plan) -> None:
+  """Creates the output directory and removes the leftovers of a crashed run."""
+  tf.io.gfile.makedirs(run.output_dir)
+  for chunk in run.chunks:                  # leftovers of a crashed run are never complete
+    for stale in tf.io.gfile.glob(os.path.join(run.output_dir,
+                                               f"pretrain-c{chunk.index:05d}-*.partial*")):
       tf.io.gfile.remove(stale)
-  fingerprint = _fingerprint(settings, spiece_sha)
-  todo, done = [], {}
-  for chunk in mine:
-    finished = [_finished_stats(output_dir, chunk, p, fingerprint)
-                for p in range(settings.num_passes)]
-    if all(finished):
-      done[chunk.index] = finished
-    else:
-      todo.append(chunk)
-  logging.info("%d input files (%.1f MB) -> %d chunks, %d for task %d/%d; %d already done",
-               len(files), total_bytes / 1e6, len(chunks), len(mine), task_index, num_tasks,
-               len(done))
 
-  job = _Job(settings, spiece_model, output_dir, fingerprint)
-  progress = _Progress(sum(c.num_bytes for c in todo), log_every_secs)
-  for chunk_index, shard_stats in _run(job, todo, num_workers):
-    done[chunk_index] = shard_stats
-    progress.update(shard_stats[0])
-  progress.finish()
 
-  manifest = _manifest(settings, spiece_model, spiece_sha, input_patterns, files, mine,
-                       done, task_index, num_tasks)
+def finish(run: Plan, done: Dict[int, List[Dict[str, Any]]]) -> Dict[str, Any]:
+  """Writes the manifest (last) from every shard's stats ({chunk: [stats of pass 0, 1, ...]});
+  returns it. Raises ValueError if the corpus gave no complete row."""
+  settings = run.settings
+  manifest = _manifest(run, done)
   if manifest["counts"]["examples"] == 0:
     counts = manifest["counts"]
     raise ValueError(
@@ -123,7 +171,8 @@ def create(settings: DataSettings, input_patterns: Sequence[str], spiece_model: 
         f"--seq_len ({settings.rows.seq_len}) + 1 tokens of its stream: use more text, a "
         f"smaller --bsz_per_host or --seq_len, or a larger --chunk_bytes")
   pretrain_records.write_json_atomic(
-      os.path.join(output_dir, pretrain_records.manifest_name(task_index, num_tasks)),
+      os.path.join(run.output_dir,
+                   pretrain_records.manifest_name(run.task_index, run.num_tasks)),
       manifest)
   return manifest
 
@@ -131,7 +180,9 @@ def create(settings: DataSettings, input_patterns: Sequence[str], spiece_model: 
 # ---- one job -----------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
-class _Job:
+class ShardJob:
+  """Writes the shards of a run: the same bytes in any process (a pool worker, a Beam
+  worker) for the same settings, SentencePiece model, chunk and pass."""
   settings: DataSettings
   spiece_model: str
   output_dir: str
@@ -139,28 +190,39 @@ class _Job:
 
   def __call__(self, chunk: corpus.Chunk) -> List[Dict[str, Any]]:
     """Tokenizes the chunk and writes its shards (one per pass); returns their stats."""
-    s = self.settings
-    sp = _spiece(self.spiece_model)
-    tokens, sent_ids, counts = corpus.tokenize_chunk(
-        chunk, sp, input_format=s.input_format, lower=s.uncased,
-        keep_accents=s.keep_accents, use_eod=s.use_eod, max_line_chars=s.max_line_chars)
-    counts["bytes"] = chunk.num_bytes
-    is_start = tokenization.start_piece_table(sp)
+    tokenized = self.tokenize(chunk)
     stats = []
-    for pass_index in range(s.num_passes):
-      existing = _finished_stats(self.output_dir, chunk, pass_index, self.fingerprint)
-      if existing:
-        stats.append(existing)
-        continue
-      rng = np.random.default_rng([s.seed, chunk.index, pass_index])
-      stats.append(self._write_shard(chunk, pass_index, build_rows(
-          tokens, sent_ids, is_start, s.rows, rng), counts))
+    for pass_index in range(self.settings.num_passes):
+      existing = self.finished(chunk, pass_index)
+      stats.append(existing or self.write_shard(chunk, pass_index, tokenized))
     return stats
 
-  def _write_shard(self, chunk, pass_index, steps, counts) -> Dict[str, Any]:
+  def tokenize(self, chunk: corpus.Chunk) -> Tuple[np.ndarray, np.ndarray, Dict[str, int]]:
+    """(tokens, sent_ids, counts) of the chunk: the input of each of its passes."""
+    s = self.settings
+    tokens, sent_ids, counts = corpus.tokenize_chunk(
+        chunk, _spiece(self.spiece_model), input_format=s.input_format, lower=s.uncased,
+        keep_accents=s.keep_accents, use_eod=s.use_eod, max_line_chars=s.max_line_chars)
+    counts["bytes"] = chunk.num_bytes
+    return tokens, sent_ids, counts
+
+  def finished(self, chunk: corpus.Chunk, pass_index: int) -> Optional[Dict[str, Any]]:
+    """The stats of the complete shard, None if it must be (re)made; raises on foreign
+    shards."""
+    return _finished_stats(self.output_dir, chunk, pass_index, self.fingerprint)
+
+  def write_shard(self, chunk: corpus.Chunk, pass_index: int, tokenized,
+                  partial_suffix: Optional[str] = None) -> Dict[str, Any]:
+    """Builds the rows of one pass (generator seeded by (seed, chunk, pass)) and writes
+    them under a temporary name `<shard>.partial-<suffix>` (default: the process id),
+    renamed when complete, then the `.stats.json`; returns the stats."""
+    tokens, sent_ids, counts = tokenized
+    s = self.settings
+    rng = np.random.default_rng([s.seed, chunk.index, pass_index])
+    steps = build_rows(tokens, sent_ids, _start_pieces(self.spiece_model), s.rows, rng)
     name = shard_name(chunk.index, pass_index)
     path = os.path.join(self.output_dir, name)
-    partial = f"{path}.partial-{os.getpid()}"
+    partial = f"{path}.partial-{partial_suffix or os.getpid()}"
     num_steps = num_targets = num_random_b = 0
     with tf.io.TFRecordWriter(partial) as writer:
       for rows in steps:
@@ -170,7 +232,7 @@ class _Job:
           num_random_b += row["b_is_random"]
         num_steps += 1
     tf.io.gfile.rename(partial, path, overwrite=True)
-    examples = num_steps * self.settings.rows.bsz_per_host
+    examples = num_steps * s.rows.bsz_per_host
     stats = {"file": name, "chunk": chunk.index, "pass": pass_index,
              "fingerprint": self.fingerprint, "input": chunk.describe(),
              "steps": num_steps, "examples": examples, "targets": num_targets,
@@ -187,6 +249,12 @@ def _spiece(path):
   if path not in _SPIECE_CACHE:
     _SPIECE_CACHE[path] = tokenization.load_spiece(path)
   return _SPIECE_CACHE[path]
+
+
+@functools.lru_cache(maxsize=4)
+def _start_pieces(path):
+  """The word-start table of the model, once per process."""
+  return tokenization.start_piece_table(_spiece(path))
 
 
 def _finished_stats(output_dir, chunk, pass_index, fingerprint) -> Optional[Dict[str, Any]]:
@@ -208,7 +276,7 @@ def _fingerprint(settings: DataSettings, spiece_sha: str) -> str:
   return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _run(job: _Job, chunks: List[corpus.Chunk], num_workers: int):
+def _run(job: ShardJob, chunks: List[corpus.Chunk], num_workers: int):
   """Yields (chunk index, shard stats) as jobs finish, in-process or in a process pool."""
   if num_workers == 1 or len(chunks) <= 1:
     for chunk in chunks:
@@ -250,12 +318,12 @@ class _Progress:
                  self.documents, self.tokens, elapsed, self.tokens / elapsed)
 
 
-def _manifest(settings, spiece_model, spiece_sha, input_patterns, files, chunks, done,
-              task_index, num_tasks) -> Dict[str, Any]:
+def _manifest(run: Plan, done) -> Dict[str, Any]:
+  settings = run.settings
   shards = []
   counts = {"documents": 0, "tokens": 0, "lines": 0, "bytes": 0, "undecodable_lines": 0,
             "overlong_lines": 0, "examples": 0, "steps": 0, "targets": 0, "shards": 0}
-  for chunk in chunks:
+  for chunk in run.chunks:
     stats = done[chunk.index]
     for key in ("documents", "tokens", "lines", "bytes", "undecodable_lines",
                 "overlong_lines"):
@@ -274,10 +342,15 @@ def _manifest(settings, spiece_model, spiece_sha, input_patterns, files, chunks,
   return {
       "format": pretrain_records.FORMAT,
       "settings": settings.to_dict(),
-      "spiece": {"path": os.path.abspath(spiece_model), "sha256": spiece_sha,
-                 "vocab_size": _spiece(spiece_model).get_piece_size()},
-      "input": {"patterns": list(input_patterns), "files": len(files)},
-      "task_index": task_index, "num_tasks": num_tasks,
+      "spiece": {"path": _recorded_path(run.spiece_model), "sha256": run.spiece_sha,
+                 "vocab_size": run.vocab_size},
+      "input": {"patterns": list(run.input_patterns), "files": len(run.files)},
+      "task_index": run.task_index, "num_tasks": run.num_tasks,
       "shards": sorted(shards, key=lambda s: (s["pass"], s["chunk"])),
       "counts": counts,
   }
+
+
+def _recorded_path(path: str) -> str:
+  """A local path made absolute; a URL (gs://...) as it is."""
+  return path if "://" in path else os.path.abspath(path)

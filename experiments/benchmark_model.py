@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
+from experiments.hf_steps import benchmark_hf  # noqa: E402
 from experiments.timing import median_seconds  # noqa: E402
 from xlnet_tf import XLNetConfig  # noqa: E402
 from xlnet_tf import build_pretrainer  # noqa: E402
@@ -64,36 +65,6 @@ def benchmark_ours(config, inputs, mems_shape, steps, jit_compile):
 
   return (median_seconds(lambda: forward().numpy(), steps),
           median_seconds(lambda: train_step().numpy(), steps))
-
-
-def benchmark_hf(config, inputs, mems_shape, steps):
-  import torch  # pylint: disable=g-import-not-at-top
-  import transformers  # pylint: disable=g-import-not-at-top
-  torch.set_num_threads(os.cpu_count())
-  model = transformers.XLNetLMHeadModel(transformers.XLNetConfig(**config.to_hf_dict()))
-  kwargs = {"input_ids": torch.as_tensor(inputs["input_ids"], dtype=torch.long),
-            "token_type_ids": torch.as_tensor(inputs["segment_ids"], dtype=torch.long),
-            "perm_mask": torch.as_tensor(inputs["perm_mask"]),
-            "target_mapping": torch.as_tensor(inputs["target_mapping"]), "use_mems": False}
-  if mems_shape:
-    b, m, d = mems_shape
-    kwargs["mems"] = [torch.randn(m, b, d) for _ in range(config.n_layer)]
-  labels = torch.as_tensor(inputs["target"], dtype=torch.long)
-  optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-  def forward():
-    model.eval()
-    with torch.no_grad():
-      model(**kwargs)
-
-  def train_step():
-    model.train()
-    optimizer.zero_grad()
-    loss = model(**kwargs, labels=labels).loss
-    loss.backward()
-    optimizer.step()
-
-  return median_seconds(forward, steps), median_seconds(train_step, steps)
 
 
 def main(argv):

@@ -1,17 +1,31 @@
-r"""Pretraining step throughput: xlnet_tf vs TF Model Garden's XLNetBase, fp32 and XLA.
+r"""Pretraining step throughput: xlnet_tf vs TF Model Garden's XLNetBase and HuggingFace's
+PyTorch XLNet, in one run (fp32, XLA, bf16).
 
 Both models get the same pretraining batch (seq 512, 85 targets per row in a random
 factorization order, two segments + <cls>), the same tied LM loss (query stream at the
 targets · word embedding^T + bias, mean cross-entropy), the same AdamW with clipping, and
 no dropout; Model Garden's network is `official.nlp.modeling.networks.XLNetBase` (two
 streams, untied relative biases, gelu). Prints tokens/s, the ratio, and the achieved FLOP/s
-of our step as a fraction of this CPU's measured fp32 matmul peak.
+of our step as a fraction of this CPU's measured fp32 matmul peak. HuggingFace's
+`XLNetLMHeadModel` (PyTorch eager, fp32, AdamW, clipping) trains on the same inputs when
+torch and transformers are installed; "vs best" is ours over the faster reference.
+
+Modes: fp32 (graph), xla (jit_compile), and bf16 / bf16_xla: our model under the
+`mixed_bfloat16` policy (bfloat16 matmuls, float32 weights and loss) against Model
+Garden's float32 step with the same compilation (the comparison the TPU recipe makes).
+`--peak_memory` runs every (model, mode) in a fresh process and reports the growth of its
+peak resident memory (Linux VmHWM, reset just before the model is built; CPU TensorFlow
+keeps no allocator statistics) over the memory at that moment, i.e. weights, optimizer
+slots, the traced program and the activations of a training step.
 
   python -m experiments.benchmark_pretrain                       # small and base
-  python -m experiments.benchmark_pretrain --configs=base --steps=5
+  python -m experiments.benchmark_pretrain --configs=base --modes=fp32,bf16 --peak_memory
 """
 
+import json
 import os
+import subprocess
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -21,6 +35,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
+from experiments.hf_steps import benchmark_hf  # noqa: E402
 from experiments.timing import median_seconds  # noqa: E402
 from xlnet_tf import XLNetConfig  # noqa: E402
 from xlnet_tf import build_pretrainer  # noqa: E402
@@ -36,13 +51,18 @@ _SEQ = flags.DEFINE_integer("seq_len", 512, "Tokens per row.")
 _PREDICT = flags.DEFINE_integer("num_predict", 85, "Targets per row.")
 _VOCAB = flags.DEFINE_integer("n_token", 32000, "Vocabulary.")
 _STEPS = flags.DEFINE_integer("steps", 3, "Timed steps after a warm-up step (median).")
-_MODES = flags.DEFINE_list("modes", ["fp32", "xla"], "fp32 (graph) and/or xla.")
+MODES = ("fp32", "xla", "bf16", "bf16_xla")
+_MODES = flags.DEFINE_list("modes", ["fp32", "xla"], f"Of {MODES}.")
+_PEAK_MEMORY = flags.DEFINE_bool("peak_memory", False, "Also measure each step's peak "
+                                 "memory in a process of its own.")
+_CHILD = flags.DEFINE_string("child", None, "Internal: time one model ('ours' or 'mg') "
+                             "in this process and print JSON.")
 
 
-def matmul_peak_gflops(n=2048, repeats=10):
-  """This CPU's fp32 matmul rate (GFLOP/s), the best of a few timed [n, n] x [n, n]."""
-  a = tf.random.normal([n, n])
-  b = tf.random.normal([n, n])
+def matmul_peak_gflops(n=2048, repeats=10, dtype=tf.float32):
+  """This CPU's matmul rate (GFLOP/s) in `dtype`, the median of timed [n, n] x [n, n]."""
+  a = tf.cast(tf.random.normal([n, n]), dtype)
+  b = tf.cast(tf.random.normal([n, n]), dtype)
   run = tf.function(lambda: tf.reduce_sum(tf.matmul(a, b)))
   return 2 * n ** 3 / (median_seconds(lambda: run().numpy(), repeats) * 1e9)
 
@@ -68,7 +88,8 @@ def make_train_step(model_fn, variables, embedding_fn, lm_bias, optimizer, jit):
   def step(inputs):
     with tf.GradientTape() as tape:
       hidden = model_fn(inputs)                                          # [B, P, D]
-      logits = tf.einsum("bpd,vd->bpv", hidden, embedding_fn()) + lm_bias
+      embedding = tf.cast(embedding_fn(), hidden.dtype)        # bf16 policy: bf16 matmul
+      logits = tf.cast(tf.einsum("bpd,vd->bpv", hidden, embedding), tf.float32) + lm_bias
       loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
           labels=inputs["target"], logits=logits) * inputs["target_mask"])
       loss /= tf.reduce_sum(inputs["target_mask"])
@@ -117,30 +138,94 @@ def model_garden(config, feed, jit):
   return lambda: step(feed).numpy()
 
 
+def _config_and_feed(name):
+  n_layer, d_model, n_head, d_inner, batch = CONFIGS[name]
+  config = XLNetConfig(n_layer=n_layer, d_model=d_model, n_head=n_head,
+                       d_head=d_model // n_head, d_inner=d_inner, n_token=_VOCAB.value,
+                       dropout=0.0, dropatt=0.0)
+  arrays = random_pretraining_inputs(np.random.default_rng(0), batch, _SEQ.value,
+                                     _PREDICT.value, vocab_size=_VOCAB.value)
+  arrays["input_mask"] = np.zeros([batch, _SEQ.value], np.float32)
+  return config, {k: tf.constant(v) for k, v in arrays.items()}, batch, arrays
+
+
+def _timed_step(model_name, config, feed, mode):
+  """A callable running one training step of `model_name` in `mode` (weights built)."""
+  bf16 = mode.startswith("bf16") and model_name == "ours"
+  tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if bf16 else "float32")
+  try:
+    build = ours if model_name == "ours" else model_garden
+    return build(config, feed, jit=mode.endswith("xla"))
+  finally:
+    tf_keras.mixed_precision.set_global_policy("float32")
+
+
+def _peak_memory_mib(name, model_name, mode):
+  """Peak RSS growth (MiB) of one step of `model_name` in a fresh process."""
+  result = subprocess.run(
+      [sys.executable, "-m", "experiments.benchmark_pretrain", f"--child={model_name}",
+       f"--configs={name}", f"--modes={mode}", f"--seq_len={_SEQ.value}",
+       f"--num_predict={_PREDICT.value}", f"--n_token={_VOCAB.value}"],
+      capture_output=True, text=True, check=True)
+  return json.loads(result.stdout.strip().splitlines()[-1])["peak_growth_mib"]
+
+
+def _status_kib(field):
+  with open("/proc/self/status") as f:
+    return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+
+
+def child(model_name):
+  [name], [mode] = _CONFIGS.value, _MODES.value
+  config, feed, _, _ = _config_and_feed(name)
+  with open("/proc/self/clear_refs", "w") as f:   # Linux: reset the peak (VmHWM) to now
+    f.write("5")
+  before = _status_kib("VmRSS")
+  step = _timed_step(model_name, config, feed, mode)
+  step()
+  step()
+  print(json.dumps({"peak_growth_mib": (_status_kib("VmHWM") - before) / 1024}))
+
+
 def main(argv):
   del argv
+  if _CHILD.value:
+    child(_CHILD.value)
+    return
+  unknown = sorted(set(_MODES.value) - set(MODES))
+  if unknown:
+    raise app.UsageError(f"--modes: unknown {unknown}; choose from {MODES}")
   peak = matmul_peak_gflops()
-  print(f"this CPU ({os.cpu_count()} cores): fp32 matmul peak {peak:.0f} GFLOP/s "
-        f"(2048 x 2048, TF)")
-  print(f"{'config':<7}{'mode':<6}{'batch':>6}{'ours tok/s':>12}{'MG tok/s':>10}"
-        f"{'ratio':>7}{'ours GFLOP/s':>14}{'% of peak':>11}")
+  peak_bf16 = matmul_peak_gflops(dtype=tf.bfloat16)
+  print(f"this CPU ({os.cpu_count()} cores): matmul peak fp32 {peak:.0f} GFLOP/s, bfloat16 "
+        f"{peak_bf16:.0f} GFLOP/s (2048 x 2048, TF)")
+  print(f"{'config':<7}{'mode':<9}{'batch':>6}{'ours tok/s':>12}{'MG fp32 tok/s':>15}"
+        f"{'HF fp32 tok/s':>15}{'vs MG':>7}{'vs best':>8}{'ours GFLOP/s':>14}"
+        f"{'% of fp32 peak':>16}" + (f"{'ours MiB':>10}{'MG MiB':>8}"
+                                     if _PEAK_MEMORY.value else ""))
   for name in _CONFIGS.value:
-    n_layer, d_model, n_head, d_inner, batch = CONFIGS[name]
-    config = XLNetConfig(n_layer=n_layer, d_model=d_model, n_head=n_head,
-                         d_head=d_model // n_head, d_inner=d_inner, n_token=_VOCAB.value,
-                         dropout=0.0, dropatt=0.0)
-    arrays = random_pretraining_inputs(np.random.default_rng(0), batch, _SEQ.value,
-                                       _PREDICT.value, vocab_size=_VOCAB.value)
-    arrays["input_mask"] = np.zeros([batch, _SEQ.value], np.float32)
-    feed = {k: tf.constant(v) for k, v in arrays.items()}
+    config, feed, batch, arrays = _config_and_feed(name)
     tokens = batch * _SEQ.value
+    try:
+      hf_s = benchmark_hf(config, arrays, None, _STEPS.value, clip_norm=1.0)[1]
+    except ImportError:
+      hf_s = float("inf")                          # torch / transformers not installed
+    mg_seconds = {}                               # by compilation: MG always runs float32
     for mode in _MODES.value:
-      jit = mode == "xla"
-      ours_s = median_seconds(ours(config, feed, jit), _STEPS.value)
-      mg_s = median_seconds(model_garden(config, feed, jit), _STEPS.value)
+      ours_s = median_seconds(_timed_step("ours", config, feed, mode), _STEPS.value)
+      mg_mode = "xla" if mode.endswith("xla") else "fp32"
+      if mg_mode not in mg_seconds:
+        mg_seconds[mg_mode] = median_seconds(_timed_step("mg", config, feed, mg_mode),
+                                             _STEPS.value)
+      mg_s = mg_seconds[mg_mode]
       gflops = step_flops(config, batch, _SEQ.value, _PREDICT.value) / ours_s / 1e9
-      print(f"{name:<7}{mode:<6}{batch:>6}{tokens / ours_s:>12.0f}{tokens / mg_s:>10.0f}"
-            f"{mg_s / ours_s:>6.2f}x{gflops:>14.0f}{100 * gflops / peak:>10.0f}%", flush=True)
+      line = (f"{name:<7}{mode:<9}{batch:>6}{tokens / ours_s:>12.0f}{tokens / mg_s:>15.0f}"
+              f"{tokens / hf_s:>15.0f}{mg_s / ours_s:>6.2f}x"
+              f"{min(mg_s, hf_s) / ours_s:>7.2f}x{gflops:>14.0f}{100 * gflops / peak:>15.0f}%")
+      if _PEAK_MEMORY.value:
+        line += (f"{_peak_memory_mib(name, 'ours', mode):>10.0f}"
+                 f"{_peak_memory_mib(name, 'mg', mg_mode):>8.0f}")
+      print(line, flush=True)
 
 
 if __name__ == "__main__":
