@@ -1,15 +1,57 @@
-r"""Times create_pretraining_data (1 and 2 workers) and the reader; prints tokens/s, examples/s.
+r"""Times create_pretraining_data (1 and 2 workers) and the reader, and compares tokens/s
+with TF Model Garden's legacy preprocessing script on the same corpus and settings.
 
-On the bundled corpus (Moby-Dick) by default, at the paper's row layout (seq 512, reuse
-256, 85 targets, bi_data); a SentencePiece model is trained first unless given.
+On the bundled corpus (Moby-Dick) ×--copies by default, at the paper's row layout (seq 512,
+reuse 256, 85 targets, mask_alpha 6, mask_beta 1, bi_data, one pass; 8 streams on one
+core); a SentencePiece model is trained first unless given.
 
   python -m experiments.benchmark_data
   python -m experiments.benchmark_data --input_glob='big/*.txt' --spiece_model=spiece.model \
       --input_format=sentence_per_line --workers=1,2,4
+  python -m experiments.benchmark_data --references=legacy,nlp   # and the newer MG script
+
+Three parts:
+
+1. `data_prep.pipeline.create` in this process at each of --workers (--input_format), and
+2. the reader (`xlnet_tf.data.pretrain_dataset`) on the records of the first;
+3. (--references) the comparison: every tool as its own command-line process(es) on the
+   same files, in sentence_per_line (the only format Model Garden reads: a line is a
+   sentence, a blank line ends a document), so that both tokenize the same lines and put
+   an <eod> at the same places:
+     ours      `python -m data_prep.create_pretraining_data --num_workers N` (one process
+               and its pool of N workers), and `--task_index i --num_tasks N` (N processes,
+               the way Model Garden shards);
+     legacy    `official.legacy.xlnet.preprocess_pretrain_data` (the reference of the
+               issue), N processes `--task i --num_task N` run at the same time;
+     nlp       `official.nlp.data.create_xlnet_pretraining_data` (the newer script; it
+               writes no targets: they are sampled online by its reader, so it does less
+               work per row than the two others), `--task_id i --num_tasks N`.
+   tokens = corpus tokens each tool tokenized (ours: its manifests; Model Garden: the
+   "Raw data shape"/"Tokens shape" line of its log, bsz/2 streams × steps with bi_data);
+   rows = records read back from the TFRecords each tool wrote. Whole-process seconds run
+   from the launch to the exit of the last process, so they include starting Python and
+   importing TensorFlow; every tool is started by a small launcher that imports
+   TensorFlow, notes the time and the process's CPU seconds, then runs the tool as
+   __main__, and the "net" columns subtract that start (wall: the mean over the launched
+   processes, which start together; CPU: their sum). CPU seconds are those of the
+   processes and all their descendants (this process becomes their child subreaper to
+   collect a pool's forkserver and workers); unlike the wall clock they hardly depend on
+   other jobs sharing the cores.
+
+The legacy script does not run as installed under NumPy 2: `_int64_feature(is_masked)`
+raises `TypeError: 'numpy.bool' object cannot be interpreted as an integer` (protobuf's
+Int64List refuses a NumPy 2 bool array). The package is not modified: it is run through a
+three-line wrapper that casts a bool array to int64 before that call (what NumPy 1 did
+implicitly) and is otherwise the script's own `__main__`.
 """
 
+import ctypes
 import glob
+import json
 import os
+import re
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -26,28 +68,78 @@ from data_prep.pretraining_rows import RowSettings  # noqa: E402
 from xlnet_tf.data import pretrain_dataset  # noqa: E402
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_CORPUS = os.path.join(os.path.dirname(_HERE), "data_prep", "sample_data", "moby_dick",
-                       "*.txt")
+_ROOT = os.path.dirname(_HERE)
+_CORPUS = os.path.join(_ROOT, "data_prep", "sample_data", "moby_dick", "*.txt")
 
 _INPUT = flags.DEFINE_string("input_glob", _CORPUS, "Text to preprocess.")
 _FORMAT = flags.DEFINE_string("input_format", "document_per_file", "As in "
-                              "create_pretraining_data.")
+                              "create_pretraining_data (in-process part only; the "
+                              "comparison uses sentence_per_line).")
 _SPIECE = flags.DEFINE_string("spiece_model", None, "SentencePiece model; default: train "
                               "one (vocab 8000) on --input_glob first.")
-_WORKERS = flags.DEFINE_list("workers", ["1", "2"], "Worker counts to time.")
+_WORKERS = flags.DEFINE_list("workers", ["1", "2"], "Worker counts to time in this "
+                             "process.")
 _CHUNK = flags.DEFINE_integer("chunk_bytes", 256 << 10, "Bytes per chunk (>= workers "
                               "chunks are needed to keep every worker busy).")
 _SEQ = flags.DEFINE_integer("seq_len", 512, "Row length.")
 _REUSE = flags.DEFINE_integer("reuse_len", 256, "Reuse length.")
 _BSZ = flags.DEFINE_integer("bsz_per_host", 8, "Streams.")
 _READ_STEPS = flags.DEFINE_integer("read_batches", 200, "Batches to time in the reader.")
-_COPIES = flags.DEFINE_integer("copies", 8, "Preprocess this many copies of the input (the "
-                               "bundled corpus is small: copies amortise the ~4 s start-up "
-                               "of the worker processes).")
+_COPIES = flags.DEFINE_integer("copies", 4, "Preprocess this many copies of the input (the "
+                               "bundled corpus is small: copies amortise the start of the "
+                               "processes; the legacy script needs 10-15 s per copy per "
+                               "run on 2 busy cores, the benchmark 3-5 min at 4).")
+_REFERENCES = flags.DEFINE_list("references", ["legacy"], "Model Garden scripts to compare "
+                                "with as subprocesses: legacy, nlp (see the docstring); "
+                                "empty: no comparison.")
+_PROCESSES = flags.DEFINE_list("processes", ["1", "2"], "Process counts of the comparison.")
+
+_NUM_PREDICT, _MASK_ALPHA, _MASK_BETA = 85, 6, 1
+
+# The legacy script's own __main__, with bool arrays cast before `_int64_feature` (see the
+# module docstring); run as a file so that it is the script's absl flags that parse argv.
+_LEGACY_WRAPPER = """\
+import numpy as np
+from absl import app, logging
+from official.legacy.xlnet import preprocess_pretrain_data as script
+_int64_feature = script._int64_feature
+def _cast_bool(values):
+  if isinstance(values, np.ndarray) and values.dtype == np.bool_:
+    values = values.astype(np.int64)
+  return _int64_feature(values)
+script._int64_feature = _cast_bool
+script.define_flags()
+logging.set_verbosity(logging.INFO)
+app.run(script.create_data)
+"""
+
+# Runs a tool (a module, or a script ending in .py) as __main__ after importing TensorFlow,
+# first writing when that was done (wall time and the process's CPU seconds): the start
+# cost of that process, measured in it.
+_LAUNCHER = """\
+import json, resource, runpy, sys, time
+stamp, target = sys.argv[1], sys.argv[2]
+sys.argv = [target] + sys.argv[3:]
+import tensorflow  # noqa: F401
+usage = resource.getrusage(resource.RUSAGE_SELF)
+with open(stamp, "w") as f:
+  json.dump({"time": time.time(), "cpu": usage.ru_utime + usage.ru_stime}, f)
+if target.endswith(".py"):
+  runpy.run_path(target, run_name="__main__")
+else:
+  runpy.run_module(target, run_name="__main__", alter_sys=True)
+"""
+
+_ENTRY_MODULES = {
+    "ours": "data_prep.create_pretraining_data",
+    "legacy": "official.legacy.xlnet.preprocess_pretrain_data",
+    "nlp": "official.nlp.data.create_xlnet_pretraining_data",
+}
 
 
 def main(argv):
   del argv
+  began = time.perf_counter()
   logging.set_verbosity(logging.WARNING)
   work = tempfile.mkdtemp(prefix="xlnet_bench_data_")
   spiece = _SPIECE.value
@@ -55,9 +147,10 @@ def main(argv):
     spiece = train_sentencepiece.train(_INPUT.value, os.path.join(work, "spiece"), 8000,
                                        num_threads=2)
   settings = pipeline.DataSettings(
-      rows=RowSettings(seq_len=_SEQ.value, reuse_len=_REUSE.value, num_predict=85,
-                       bsz_per_host=_BSZ.value, num_core_per_host=1, bi_data=True,
-                       perm_size=_REUSE.value),
+      rows=RowSettings(seq_len=_SEQ.value, reuse_len=_REUSE.value,
+                       num_predict=_NUM_PREDICT, bsz_per_host=_BSZ.value,
+                       num_core_per_host=1, bi_data=True, mask_alpha=_MASK_ALPHA,
+                       mask_beta=_MASK_BETA, perm_size=_REUSE.value),
       input_format=_FORMAT.value, chunk_bytes=_CHUNK.value)
   files = sorted(glob.glob(_INPUT.value))
   corpus = os.path.join(work, "corpus")
@@ -68,7 +161,7 @@ def main(argv):
   files = sorted(glob.glob(os.path.join(corpus, "*")))
   print(f"corpus: {_COPIES.value} x {_INPUT.value} = {len(files)} files, {sum(os.path.getsize(f) for f in files) / 1e6:.1f} MB; "
         f"rows seq {_SEQ.value} reuse {_REUSE.value}, {_BSZ.value} streams, bi_data; "
-        f"{os.cpu_count()} CPU cores")
+        f"{os.cpu_count()} CPU cores, load average {_load()}")
   print(f"{'create_pretraining_data':<28}{'seconds':>9}{'tokens/s':>12}{'examples/s':>12}")
   results = {}
   for workers in (int(w) for w in _WORKERS.value):
@@ -98,7 +191,238 @@ def main(argv):
   print(f"reader: {_READ_STEPS.value * _BSZ.value / seconds:,.0f} examples/s "
         f"({_READ_STEPS.value / seconds:.1f} batches/s of {_BSZ.value} with the "
         f"[{_SEQ.value}, {_SEQ.value}] perm_mask expanded)")
-  print(f"artefacts in {work}")
+
+  if _REFERENCES.value:
+    compare(work, os.path.join(corpus, "*"), spiece, [r.strip() for r in _REFERENCES.value],
+            [int(p) for p in _PROCESSES.value])
+  print(f"artefacts in {work}; benchmark took {time.perf_counter() - began:.0f} s")
+
+
+# ---- the comparison with Model Garden ---------------------------------------------------
+
+def compare(work, corpus_glob, spiece, references, processes):
+  """Runs every tool as subprocesses on `corpus_glob`; prints the Markdown tables."""
+  for reference in references:
+    if reference not in ("legacy", "nlp"):
+      raise app.UsageError(f"--references: unknown script {reference!r}")
+  print(f"\ncomparison on the same files in sentence_per_line, every tool in its own "
+        f"process(es); load average {_load()}")
+  if not _become_subreaper():
+    print("(CPU seconds miss the pool workers of ours: not Linux)")
+  with open(os.path.join(work, "launch.py"), "w") as f:
+    f.write(_LAUNCHER)
+  with open(os.path.join(work, "legacy_preprocess_pretrain_data.py"), "w") as f:
+    f.write(_LEGACY_WRAPPER)
+  runs = []
+  for n in processes:                     # interleaved, so that load drifts hit every tool
+    runs.append(_run_ours(work, corpus_glob, spiece, n, tasks=False))
+    if n > 1:
+      runs.append(_run_ours(work, corpus_glob, spiece, n, tasks=True))
+    for reference in references:
+      runs.append(_run_model_garden(reference, work, corpus_glob, spiece, n))
+  print(f"load average after: {_load()}\n")
+  _print_table(runs)
+
+
+def _run_ours(work, corpus_glob, spiece, n, tasks):
+  out = os.path.join(work, f"cmp_ours_{'tasks' if tasks else 'workers'}_{n}")
+  common = [_ENTRY_MODULES["ours"],
+            f"--input_glob={corpus_glob}", f"--spiece_model={spiece}",
+            f"--output_dir={out}",
+            "--input_format=sentence_per_line", f"--seq_len={_SEQ.value}",
+            f"--reuse_len={_REUSE.value}", f"--bsz_per_host={_BSZ.value}",
+            "--num_core_per_host=1", "--bi_data", f"--num_predict={_NUM_PREDICT}",
+            f"--mask_alpha={_MASK_ALPHA}", f"--mask_beta={_MASK_BETA}", "--num_passes=1",
+            f"--chunk_bytes={_CHUNK.value}"]
+  if tasks:
+    commands = [common + ["--num_workers=1", f"--task_index={i}", f"--num_tasks={n}"]
+                for i in range(n)]
+    tool = "ours, --num_tasks (N procs)"
+  else:
+    commands = [common + [f"--num_workers={n}"]]
+    tool = "ours, --num_workers (1 proc + pool)"
+  run = _run_concurrently(work, commands, out)
+  tokens = 0
+  for path in glob.glob(os.path.join(out, "manifest*.json")):
+    with open(path) as f:
+      tokens += json.load(f)["counts"]["tokens"]
+  rows = _count_records(glob.glob(os.path.join(out, "*.tfrecord")))
+  return dict(run, tool=tool, key="ours", n=n, tokens=tokens, rows=rows)
+
+
+def _run_model_garden(reference, work, corpus_glob, spiece, n):
+  out = os.path.join(work, f"cmp_{reference}_{n}")
+  if reference == "legacy":
+    common = [os.path.join(work, "legacy_preprocess_pretrain_data.py"),
+              f"--input_glob={corpus_glob}", f"--sp_path={spiece}",
+              f"--save_dir={out}", f"--seq_len={_SEQ.value}", f"--reuse_len={_REUSE.value}",
+              f"--bsz_per_host={_BSZ.value}", "--num_core_per_host=1", "--use_tpu=false",
+              "--bi_data", f"--num_predict={_NUM_PREDICT}", f"--mask_alpha={_MASK_ALPHA}",
+              f"--mask_beta={_MASK_BETA}", "--uncased=false", "--use_eod",
+              "--from_raw_text", "--pass_id=0"]
+    commands = [common + [f"--task={i}", f"--num_task={n}"] for i in range(n)]
+    pattern, records = r"Raw data shape \((\d+), (\d+)\)", "tfrecords/*.tfrecords"
+    tool = "MG legacy preprocess_pretrain_data"
+  else:
+    common = [_ENTRY_MODULES["nlp"], f"--input_file={corpus_glob}",
+              f"--sp_model_file={spiece}", f"--save_dir={out}",
+              f"--seq_length={_SEQ.value}", f"--reuse_length={_REUSE.value}",
+              f"--per_host_batch_size={_BSZ.value}", "--num_cores_per_host=1", "--bi_data",
+              "--do_lower_case=false", "--use_eod_token", "--num_passes=1"]
+    commands = [common + [f"--task_id={i}", f"--num_tasks={n}"] for i in range(n)]
+    pattern, records = r"Tokens shape: \((\d+), (\d+)\)", "*.tfrecord-*-of-*"
+    tool = "MG nlp create_xlnet_pretraining_data"
+  run = _run_concurrently(work, commands, out)
+  tokens = 0
+  for log in glob.glob(os.path.join(out, "log.*.txt")):
+    with open(log) as f:
+      shape = re.search(pattern, f.read())
+    if shape is None:
+      raise RuntimeError(f"{log}: no {pattern!r} line, cannot count the tokens")
+    # With bi_data the [bsz, steps] array is bsz/2 forward streams and their reversals.
+    tokens += int(shape.group(2)) * int(shape.group(1)) // 2
+  rows = _count_records([path for path in glob.glob(os.path.join(out, records))
+                         if not path.endswith(".json")])
+  return dict(run, tool=tool, key=reference, n=n, tokens=tokens, rows=rows)
+
+
+def _run_concurrently(work, commands, out):
+  """Starts every command (a module or script and its flags) at once through the
+  launcher, logs in `out`/log.<i>.txt. Returns {seconds: wall from the launch to the exit
+  of the last one, cpu: CPU seconds (user + system) of the processes and all their
+  descendants, start_seconds: mean wall until TensorFlow was imported in each process,
+  start_cpu: their CPU seconds until then}. Raises with the end of the log if one fails."""
+  os.makedirs(out, exist_ok=True)
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=_ROOT)
+  before = _children()
+  logs, procs, launched = [], [], []
+  start = time.perf_counter()
+  for i, command in enumerate(commands):
+    logs.append(open(os.path.join(out, f"log.{i}.txt"), "w"))
+    launched.append(time.time())
+    procs.append(subprocess.Popen(
+        [sys.executable, os.path.join(work, "launch.py"),
+         os.path.join(out, f"started.{i}.json")] + command,
+        cwd=_ROOT, env=env, stdout=logs[-1], stderr=subprocess.STDOUT))
+  cpu = 0.0
+  for proc in procs:
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    cpu += usage.ru_utime + usage.ru_stime
+  seconds = time.perf_counter() - start
+  cpu += _reap_orphans(before)
+  for log in logs:
+    log.close()
+  for i, proc in enumerate(procs):
+    if proc.returncode:
+      with open(os.path.join(out, f"log.{i}.txt")) as f:
+        tail = f.read()[-3000:]
+      raise RuntimeError(f"{' '.join(commands[i])} exited with {proc.returncode}:\n{tail}")
+  started = []
+  for i in range(len(commands)):
+    with open(os.path.join(out, f"started.{i}.json")) as f:
+      started.append(json.load(f))
+  return {"seconds": seconds, "cpu": cpu,
+          "start_seconds": sum(s["time"] - t for s, t in zip(started, launched))
+                           / len(procs),
+          "start_cpu": sum(s["cpu"] for s in started)}
+
+
+def _become_subreaper():
+  """Makes this process inherit orphaned descendants (a pool's forkserver outlives its
+  parent), so that their CPU time can be collected. Linux only; False elsewhere."""
+  try:
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(36, 1, 0, 0, 0) == 0             # PR_SET_CHILD_SUBREAPER
+  except (OSError, AttributeError):
+    return False
+
+
+def _children():
+  pids = set()
+  for path in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+    with open(path) as f:
+      pids.update(int(pid) for pid in f.read().split())
+  return pids
+
+
+def _reap_orphans(before, timeout=60.0):
+  """Waits for the descendants that were re-parented to this process; their CPU seconds."""
+  cpu, deadline = 0.0, time.time() + timeout
+  time.sleep(0.2)
+  while time.time() < deadline:
+    orphans = _children() - before
+    if not orphans:
+      break
+    for pid in orphans:
+      try:
+        _, _, usage = os.wait4(pid, 0)
+        cpu += usage.ru_utime + usage.ru_stime
+      except ChildProcessError:
+        pass
+    time.sleep(0.2)
+  return cpu
+
+
+def _count_records(paths):
+  if not paths:
+    return 0
+  return int(tf.data.TFRecordDataset(sorted(paths)).reduce(
+      tf.constant(0, tf.int64), lambda n, _: n + 1))
+
+
+def _load():
+  return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _print_table(runs):
+  """Two Markdown tables (wall clock; CPU time). Ratios are against the legacy script at
+  the same process count, scaling against the same tool at 1 process (for ours: the
+  1-worker run)."""
+  for r in runs:
+    r["net"] = r["seconds"] - r["start_seconds"]          # the processes start in parallel
+    r["net_cpu"] = r["cpu"] - r["start_cpu"]              # but each pays its own start
+    r["rate"], r["net_rate"] = r["tokens"] / r["seconds"], r["tokens"] / max(r["net"], 1e-9)
+    r["cpu_rate"] = r["tokens"] / r["cpu"]
+    r["net_cpu_rate"] = r["tokens"] / max(r["net_cpu"], 1e-9)
+  legacy = {r["n"]: r for r in runs if r["key"] == "legacy"}
+  single = {r["key"]: r for r in runs if r["n"] == 1}
+
+  def ratio(r, key):
+    ref = legacy.get(r["n"]) if r["key"] == "ours" else None
+    return f"{r[key] / ref[key]:.2f}×" if ref else ""
+
+  def scaling(r, key):
+    one = single.get(r["key"]) if r["n"] > 1 else None
+    return f"{r[key] / one[key]:.2f}×" if one else ""
+
+  print("wall clock (tokens/s = corpus tokens / seconds from launch to the last exit):\n")
+  print("| tool | procs | tokens | rows | s | tokens/s | tokens/s/proc | ours/legacy | "
+        "N vs 1 | start s | net s | net tokens/s | net ours/legacy | net N vs 1 |")
+  print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+  for r in runs:
+    print(f"| {r['tool']} | {r['n']} | {r['tokens']:,} | {r['rows']:,} | "
+          f"{r['seconds']:.1f} | {r['rate']:,.0f} | {r['rate'] / r['n']:,.0f} | "
+          f"{ratio(r, 'rate')} | {scaling(r, 'rate')} | {r['start_seconds']:.1f} | "
+          f"{r['net']:.1f} | "
+          f"{r['net_rate']:,.0f} | {ratio(r, 'net_rate')} | {scaling(r, 'net_rate')} |")
+  print("\nCPU time (user + system of every process and its children; independent of "
+        "other jobs on the machine as long as they leave the caches alone):\n")
+  print("| tool | procs | CPU s | tokens/CPU-s | ours/legacy | N vs 1 | start CPU s | "
+        "net CPU s | net tokens/CPU-s | net ours/legacy | net N vs 1 |")
+  print("|---|---|---|---|---|---|---|---|---|---|---|")
+  for r in runs:
+    print(f"| {r['tool']} | {r['n']} | {r['cpu']:.1f} | {r['cpu_rate']:,.0f} | "
+          f"{ratio(r, 'cpu_rate')} | {scaling(r, 'cpu_rate')} | {r['start_cpu']:.1f} | "
+          f"{r['net_cpu']:.1f} | "
+          f"{r['net_cpu_rate']:,.0f} | {ratio(r, 'net_cpu_rate')} | "
+          f"{scaling(r, 'net_cpu_rate')} |")
+  print("\ntokens: corpus tokens each tool tokenized; rows: records read back; start: "
+        "interpreter + `import tensorflow`, measured in each launched process (wall: their "
+        "mean; CPU: their sum); net = total - start (a pool's forkserver imports "
+        "TensorFlow again: that stays in net). With N processes on N idle cores, N vs 1 of "
+        "tokens/s is the scaling; N vs 1 of tokens/CPU-s is the share of the work that is "
+        "not overhead.")
 
 
 if __name__ == "__main__":
