@@ -55,9 +55,7 @@ def best_spans(outputs: Dict[str, tf.Tensor], features: Dict[str, tf.Tensor],
   starts = tf.cast(outputs["start_top_index"], tf.int32)                    # [B, K1]
   ends = tf.cast(outputs["end_top_index"], tf.int32)                        # [B, K1, K2]
   start_ok = tf.gather(begin_at, starts, batch_dims=1) >= 0
-  end_ok = tf.gather(tf.reshape(end_at, [tf.shape(ends)[0], -1]),
-                     tf.reshape(ends, [tf.shape(ends)[0], -1]), batch_dims=1) >= 0
-  end_ok = tf.reshape(end_ok, tf.shape(ends))
+  end_ok = tf.gather(end_at, ends, batch_dims=1) >= 0                      # [B, K1, K2]
   length = ends - starts[:, :, None] + 1
   valid = start_ok[:, :, None] & end_ok & (length >= 1) & (length <= max_answer_length)
   score = outputs["start_top_log_probs"][:, :, None] + outputs["end_top_log_probs"]
