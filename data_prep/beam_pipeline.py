@@ -20,9 +20,9 @@ A job tokenizes its chunk itself (a worker keeps the last tokenized chunk), so w
 --num_passes=P a chunk is tokenized up to P times; in exchange, chunks x passes jobs can
 run at once.
 
-Files are read and written through `tf.io.gfile`, so --input_glob, --output_dir and
---spiece_model may be gs:// (or other tf.io.gfile) paths; a gs:// SentencePiece model is
-copied to a local temporary file once per worker process.
+Files are read and written through `xlnet_tf.data.storage` (`tf.io.gfile` for URLs), so
+--input_glob, --output_dir and --spiece_model may be gs:// (or other tf.io.gfile) paths;
+a gs:// SentencePiece model is copied to a local temporary file once per worker process.
 
 Runners (the workers need this repository's `data_prep` and `xlnet_tf` packages and the
 packages of requirements.txt + requirements-beam.txt, at the versions of the launching
@@ -68,11 +68,11 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from absl import logging
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
-import tensorflow as tf
 
 from data_prep import corpus
 from data_prep import pipeline
 from xlnet_tf.data import pretrain_records
+from xlnet_tf.data import storage
 from xlnet_tf.data import tokenization
 
 DEFAULT_RUNNER = "DirectRunner"
@@ -94,11 +94,11 @@ def plan(settings: pipeline.DataSettings, input_patterns: Sequence[str], spiece_
     local = [f"--{name}={value}" for name, value in
              [("input_glob", p) for p in input_patterns] + [("spiece_model", spiece_model),
                                                            ("output_dir", output_dir)]
-             if not _is_url(value)]
+             if not storage.is_url(value)]
     if local:
       raise ValueError(f"--runner={runner}: Dataflow workers cannot read or write local "
                        f"paths; use gs:// for {', '.join(local)}")
-  if not tf.io.gfile.exists(spiece_model):
+  if not storage.exists(spiece_model):
     raise FileNotFoundError(f"--spiece_model: {spiece_model!r} does not exist")
   local_model = local_spiece_model(spiece_model)
   try:
@@ -151,7 +151,7 @@ def run(settings: pipeline.DataSettings, input_patterns: Sequence[str], spiece_m
   with beam.Pipeline(options=options) as root:
     build(root, checked)
   path = os.path.join(output_dir, pretrain_records.manifest_name(task_index, num_tasks))
-  with tf.io.gfile.GFile(path) as f:
+  with storage.open_file(path) as f:
     return json.loads(f.read())
 
 
@@ -218,13 +218,14 @@ _LOCAL_COPIES: Dict[str, str] = {}
 def local_spiece_model(path: str) -> str:
   """`path` itself if local, else a local copy (once per process) of the gs://... model,
   which SentencePiece cannot read."""
-  if not _is_url(path):
+  if not storage.is_url(path):
     return path
   if path not in _LOCAL_COPIES:
     directory = tempfile.mkdtemp(prefix="spiece-")
     local = os.path.join(directory, hashlib.sha256(path.encode()).hexdigest()[:16]
                          + ".model")
-    tf.io.gfile.copy(path, local, overwrite=True)
+    with storage.open_file(path, "rb") as source, open(local, "wb") as target:
+      target.write(source.read())
     _LOCAL_COPIES[path] = local
   return _LOCAL_COPIES[path]
 
@@ -232,18 +233,18 @@ def local_spiece_model(path: str) -> str:
 def check_writable(output_dir: str) -> None:
   """Creates `output_dir` and writes and removes a probe file, or raises ValueError."""
   probe = os.path.join(output_dir, f".write-probe-{uuid.uuid4().hex}")
+  errors = (OSError,)
+  if storage.is_url(output_dir):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top  (tf.io.gfile's errors)
+    errors += (tf.errors.OpError,)
   try:
-    tf.io.gfile.makedirs(output_dir)
-    with tf.io.gfile.GFile(probe, "w") as f:
+    storage.makedirs(output_dir)
+    with storage.open_file(probe, "w") as f:
       f.write("probe")
-    tf.io.gfile.remove(probe)
-  except (tf.errors.OpError, OSError) as e:
+    storage.remove(probe)
+  except errors as e:
     message = getattr(e, "message", None) or str(e)
     raise ValueError(f"--output_dir: cannot write to {output_dir!r} ({message})") from None
-
-
-def _is_url(path: str) -> bool:
-  return "://" in path
 
 
 def _is_dataflow(runner: str) -> bool:

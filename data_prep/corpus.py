@@ -15,8 +15,8 @@ import dataclasses
 from typing import Dict, Iterator, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
-import tensorflow as tf
 
+from xlnet_tf.data import storage
 from xlnet_tf.data import tokenization
 
 INPUT_FORMATS = ("sentence_per_line", "document_per_file")
@@ -27,7 +27,7 @@ def find_input_files(patterns: Sequence[str], flag: str = "--input_glob") -> Lis
   """Sorted, de-duplicated files matching the comma-separated globs, or a clear error."""
   files = set()
   for pattern in patterns:
-    matched = [f for f in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(f)]
+    matched = [f for f in storage.glob(pattern) if not storage.isdir(f)]
     if not matched:
       raise FileNotFoundError(f"{flag}: no file matches {pattern!r}")
     files.update(matched)
@@ -57,7 +57,7 @@ def plan_chunks(files: Sequence[str], input_format: str, chunk_bytes: int) -> Li
   """Groups small files and cuts large ones (sentence_per_line only) into chunks."""
   ranges = []
   for path in files:
-    size = tf.io.gfile.stat(path).length
+    size = storage.size(path)
     if size == 0:
       continue
     if input_format == "sentence_per_line" and size > chunk_bytes:
@@ -79,7 +79,7 @@ def plan_chunks(files: Sequence[str], input_format: str, chunk_bytes: int) -> Li
 def _split_at_documents(path: str, size: int, chunk_bytes: int) -> List[FileRange]:
   """Byte ranges of about chunk_bytes, each starting right after a blank line."""
   cuts = [0]
-  with tf.io.gfile.GFile(path, "rb") as f:
+  with storage.open_file(path, "rb") as f:
     target = chunk_bytes
     while target < size:
       cut = _next_document_start(f, target, size)
@@ -125,7 +125,7 @@ def read_documents(chunk: Chunk, input_format: str, max_line_chars: int,
   to that length; both are counted in `counts` (undecodable_lines, overlong_lines).
   """
   for file_range in chunk.ranges:
-    with tf.io.gfile.GFile(file_range.path, "rb") as f:
+    with storage.open_file(file_range.path, "rb") as f:
       f.seek(file_range.start)
       data = f.read(file_range.end - file_range.start)
     document = []

@@ -23,13 +23,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
 from data_prep import corpus
 from data_prep.pretraining_rows import RowSettings
 from data_prep.pretraining_rows import build_rows
 from xlnet_tf.data import pretrain_records
+from xlnet_tf.data import storage
 from xlnet_tf.data import tokenization
+from xlnet_tf.data.tfrecord_writer import TFRecordWriter
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +132,7 @@ def plan(settings: DataSettings, input_patterns: Sequence[str], spiece_model: st
   sp = tokenization.load_spiece(spiece_model)               # fails on a wrong vocabulary
   spiece_sha = tokenization.spiece_sha256(spiece_model)
   files = corpus.find_input_files(input_patterns)
-  total_bytes = sum(tf.io.gfile.stat(f).length for f in files)
+  total_bytes = sum(storage.size(f) for f in files)
   if total_bytes == 0:
     raise ValueError(f"--input_glob: the {len(files)} matching file(s) are all empty")
   chunks = corpus.plan_chunks(files, settings.input_format, settings.chunk_bytes)
@@ -150,11 +151,11 @@ def plan(settings: DataSettings, input_patterns: Sequence[str], spiece_model: st
 
 def prepare_output_dir(run: Plan) -> None:
   """Creates the output directory and removes the leftovers of a crashed run."""
-  tf.io.gfile.makedirs(run.output_dir)
+  storage.makedirs(run.output_dir)
   for chunk in run.chunks:                  # leftovers of a crashed run are never complete
-    for stale in tf.io.gfile.glob(os.path.join(run.output_dir,
-                                               f"pretrain-c{chunk.index:05d}-*.partial*")):
-      tf.io.gfile.remove(stale)
+    for stale in storage.glob(os.path.join(run.output_dir,
+                                           f"pretrain-c{chunk.index:05d}-*.partial*")):
+      storage.remove(stale)
 
 
 def finish(run: Plan, done: Dict[int, List[Dict[str, Any]]]) -> Dict[str, Any]:
@@ -224,14 +225,14 @@ class ShardJob:
     path = os.path.join(self.output_dir, name)
     partial = f"{path}.partial-{partial_suffix or os.getpid()}"
     num_steps = num_targets = num_random_b = 0
-    with tf.io.TFRecordWriter(partial) as writer:
+    with TFRecordWriter(partial) as writer:
       for rows in steps:
         for row in rows:
           writer.write(pretrain_records.serialize_row(row))
           num_targets += int(np.sum(row["target_positions"] >= 0))
           num_random_b += row["b_is_random"]
         num_steps += 1
-    tf.io.gfile.rename(partial, path, overwrite=True)
+    storage.rename(partial, path)
     examples = num_steps * s.rows.bsz_per_host
     stats = {"file": name, "chunk": chunk.index, "pass": pass_index,
              "fingerprint": self.fingerprint, "input": chunk.describe(),
@@ -260,9 +261,9 @@ def _start_pieces(path):
 def _finished_stats(output_dir, chunk, pass_index, fingerprint) -> Optional[Dict[str, Any]]:
   """The stats of a complete shard, None if it must be (re)made; raises on foreign shards."""
   path = os.path.join(output_dir, shard_name(chunk.index, pass_index))
-  if not (tf.io.gfile.exists(path) and tf.io.gfile.exists(path + ".stats.json")):
+  if not (storage.exists(path) and storage.exists(path + ".stats.json")):
     return None
-  with tf.io.gfile.GFile(path + ".stats.json") as f:
+  with storage.open_file(path + ".stats.json") as f:
     stats = json.loads(f.read())
   if stats.get("fingerprint") != fingerprint or stats.get("input") != chunk.describe():
     raise ValueError(
@@ -282,8 +283,9 @@ def _run(job: ShardJob, chunks: List[corpus.Chunk], num_workers: int):
     for chunk in chunks:
       yield chunk.index, job(chunk)
     return
-  # Workers are forked from a clean server process that imported TensorFlow once (about
-  # 4 s), not from this one (TensorFlow's runtime does not survive fork reliably).
+  # Workers are forked from a clean server process that imported this module once (without
+  # TensorFlow), not from this one, which may hold TensorFlow's runtime (a gs:// path, or a
+  # caller that uses TensorFlow): that runtime does not survive fork reliably.
   context = multiprocessing.get_context("forkserver")
   context.set_forkserver_preload([__name__])
   with context.Pool(min(num_workers, len(chunks))) as pool:

@@ -30,9 +30,10 @@ Three parts:
    "Raw data shape"/"Tokens shape" line of its log, bsz/2 streams × steps with bi_data);
    rows = records read back from the TFRecords each tool wrote. Whole-process seconds run
    from the launch to the exit of the last process, so they include starting Python and
-   importing TensorFlow; every tool is started by a small launcher that imports
-   TensorFlow, notes the time and the process's CPU seconds, then runs the tool as
-   __main__, and the "net" columns subtract that start (wall: the mean over the launched
+   the imports; every tool is started by a small launcher that imports what the tool
+   needs first (TensorFlow for Model Garden's scripts; `data_prep.pipeline`, which does
+   not import TensorFlow, for ours), notes the time and the process's CPU seconds, then
+   runs the tool as __main__, and the "net" columns subtract that start (wall: the mean over the launched
    processes, which start together; CPU: their sum). CPU seconds are those of the
    processes and all their descendants (this process becomes their child subreaper to
    collect a pool's forkserver and workers); unlike the wall clock they hardly depend on
@@ -113,14 +114,15 @@ logging.set_verbosity(logging.INFO)
 app.run(script.create_data)
 """
 
-# Runs a tool (a module, or a script ending in .py) as __main__ after importing TensorFlow,
-# first writing when that was done (wall time and the process's CPU seconds): the start
-# cost of that process, measured in it.
+# Runs a tool (a module, or a script ending in .py) as __main__ after importing what the
+# tool imports first (`preload`: TensorFlow for Model Garden's scripts; our preprocessing
+# package, which does not import TensorFlow), first writing when that was done (wall time
+# and the process's CPU seconds): the start cost of that process, measured in it.
 _LAUNCHER = """\
-import json, resource, runpy, sys, time
-stamp, target = sys.argv[1], sys.argv[2]
-sys.argv = [target] + sys.argv[3:]
-import tensorflow  # noqa: F401
+import importlib, json, resource, runpy, sys, time
+stamp, preload, target = sys.argv[1:4]
+sys.argv = [target] + sys.argv[4:]
+importlib.import_module(preload)
 usage = resource.getrusage(resource.RUSAGE_SELF)
 with open(stamp, "w") as f:
   json.dump({"time": time.time(), "cpu": usage.ru_utime + usage.ru_stime}, f)
@@ -129,6 +131,9 @@ if target.endswith(".py"):
 else:
   runpy.run_module(target, run_name="__main__", alter_sys=True)
 """
+
+# What each tool's process imports before it starts work.
+_PRELOAD = {"ours": "data_prep.pipeline", "legacy": "tensorflow", "nlp": "tensorflow"}
 
 _ENTRY_MODULES = {
     "ours": "data_prep.create_pretraining_data",
@@ -241,7 +246,7 @@ def _run_ours(work, corpus_glob, spiece, n, tasks):
   else:
     commands = [common + [f"--num_workers={n}"]]
     tool = "ours, --num_workers (1 proc + pool)"
-  run = _run_concurrently(work, commands, out)
+  run = _run_concurrently(work, commands, out, _PRELOAD["ours"])
   tokens = 0
   for path in glob.glob(os.path.join(out, "manifest*.json")):
     with open(path) as f:
@@ -272,7 +277,7 @@ def _run_model_garden(reference, work, corpus_glob, spiece, n):
     commands = [common + [f"--task_id={i}", f"--num_tasks={n}"] for i in range(n)]
     pattern, records = r"Tokens shape: \((\d+), (\d+)\)", "*.tfrecord-*-of-*"
     tool = "MG nlp create_xlnet_pretraining_data"
-  run = _run_concurrently(work, commands, out)
+  run = _run_concurrently(work, commands, out, _PRELOAD[reference])
   tokens = 0
   for log in glob.glob(os.path.join(out, "log.*.txt")):
     with open(log) as f:
@@ -286,11 +291,11 @@ def _run_model_garden(reference, work, corpus_glob, spiece, n):
   return dict(run, tool=tool, key=reference, n=n, tokens=tokens, rows=rows)
 
 
-def _run_concurrently(work, commands, out):
+def _run_concurrently(work, commands, out, preload):
   """Starts every command (a module or script and its flags) at once through the
   launcher, logs in `out`/log.<i>.txt. Returns {seconds: wall from the launch to the exit
   of the last one, cpu: CPU seconds (user + system) of the processes and all their
-  descendants, start_seconds: mean wall until TensorFlow was imported in each process,
+  descendants, start_seconds: mean wall until `preload` was imported in each process,
   start_cpu: their CPU seconds until then}. Raises with the end of the log if one fails."""
   os.makedirs(out, exist_ok=True)
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=_ROOT)
@@ -302,7 +307,7 @@ def _run_concurrently(work, commands, out):
     launched.append(time.time())
     procs.append(subprocess.Popen(
         [sys.executable, os.path.join(work, "launch.py"),
-         os.path.join(out, f"started.{i}.json")] + command,
+         os.path.join(out, f"started.{i}.json"), preload] + command,
         cwd=_ROOT, env=env, stdout=logs[-1], stderr=subprocess.STDOUT))
   cpu = 0.0
   for proc in procs:
@@ -418,9 +423,10 @@ def _print_table(runs):
           f"{r['net_cpu_rate']:,.0f} | {ratio(r, 'net_cpu_rate')} | "
           f"{scaling(r, 'net_cpu_rate')} |")
   print("\ntokens: corpus tokens each tool tokenized; rows: records read back; start: "
-        "interpreter + `import tensorflow`, measured in each launched process (wall: their "
-        "mean; CPU: their sum); net = total - start (a pool's forkserver imports "
-        "TensorFlow again: that stays in net). With N processes on N idle cores, N vs 1 of "
+        "interpreter + the tool's first imports (Model Garden: TensorFlow; ours: "
+        "data_prep.pipeline), measured in each launched process (wall: their mean; CPU: "
+        "their sum); net = total - start (a pool's forkserver and workers import "
+        "data_prep.pipeline again: that stays in net). With N processes on N idle cores, N vs 1 of "
         "tokens/s is the scaling; N vs 1 of tokens/CPU-s is the share of the work that is "
         "not overhead.")
 

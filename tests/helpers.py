@@ -9,7 +9,7 @@ import tensorflow as tf
 from data_prep import pipeline
 from data_prep.pretraining_rows import RowSettings
 from xlnet_tf import synthetic
-from xlnet_tf.data import pretrain_records
+from xlnet_tf.data import pretrain_reader
 from xlnet_tf.configs import XLNetConfig
 
 
@@ -53,8 +53,8 @@ PRETRAIN_SETTINGS = pipeline.DataSettings(
 @functools.lru_cache(maxsize=16)
 def read_records(path):
   """Every record of a shard as a dict of numpy arrays, in file order (cached: read-only)."""
-  spec = pretrain_records.feature_spec(PRETRAIN_SETTINGS.rows.seq_len,
-                                       PRETRAIN_SETTINGS.rows.num_predict)
+  spec = pretrain_reader.feature_spec(PRETRAIN_SETTINGS.rows.seq_len,
+                                      PRETRAIN_SETTINGS.rows.num_predict)
   parsed = next(iter(tf.data.TFRecordDataset(path).batch(1 << 20).map(
       lambda r: tf.io.parse_example(r, spec))))
   parsed = {k: v.numpy() for k, v in parsed.items()}

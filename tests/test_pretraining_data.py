@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 import sentencepiece as spm
+import tensorflow as tf
 
 from data_prep import pipeline
 from data_prep.pretraining_rows import RowSettings
@@ -19,7 +20,9 @@ from helpers import CORPUS_GLOB
 from helpers import PRETRAIN_SETTINGS
 from helpers import read_records
 from xlnet_tf.data import pretrain_records
+from xlnet_tf.data import storage
 from xlnet_tf.data import tokenization
+from xlnet_tf.data.tfrecord_writer import TFRecordWriter
 
 CLS, SEP = tokenization.CLS_ID, tokenization.SEP_ID
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -161,6 +164,18 @@ def test_rerun_skips_finished_shards_and_redoes_the_rest(pretraining_records, sp
     pipeline.create(other, inputs, spiece_model, str(out))
 
 
+def _flags(inputs, spiece_model, out):
+  """The command-line flags of PRETRAIN_SETTINGS."""
+  s = PRETRAIN_SETTINGS.rows
+  return [f"--input_glob={','.join(inputs)}", f"--spiece_model={spiece_model}",
+          f"--output_dir={out}", "--input_format=document_per_file",
+          f"--seq_len={s.seq_len}", f"--reuse_len={s.reuse_len}",
+          f"--bsz_per_host={s.bsz_per_host}", f"--num_core_per_host={s.num_core_per_host}",
+          f"--num_predict={s.num_predict}", f"--perm_size={s.perm_size}",
+          f"--num_passes={PRETRAIN_SETTINGS.num_passes}",
+          f"--chunk_bytes={PRETRAIN_SETTINGS.chunk_bytes}", f"--seed={PRETRAIN_SETTINGS.seed}"]
+
+
 @pytest.mark.slow
 def test_killed_run_then_rerun_equals_an_uninterrupted_run(pretraining_records, spiece_model,
                                                            tmp_path):
@@ -168,16 +183,8 @@ def test_killed_run_then_rerun_equals_an_uninterrupted_run(pretraining_records, 
   two worker processes, which must give the same bytes."""
   records_dir, inputs = pretraining_records
   out = tmp_path / "records"
-  s = PRETRAIN_SETTINGS.rows
   command = [sys.executable, "-m", "data_prep.create_pretraining_data",
-             f"--input_glob={','.join(inputs)}", f"--spiece_model={spiece_model}",
-             f"--output_dir={out}", "--input_format=document_per_file",
-             f"--seq_len={s.seq_len}", f"--reuse_len={s.reuse_len}",
-             f"--bsz_per_host={s.bsz_per_host}", f"--num_core_per_host={s.num_core_per_host}",
-             f"--num_predict={s.num_predict}", f"--perm_size={s.perm_size}",
-             f"--num_passes={PRETRAIN_SETTINGS.num_passes}",
-             f"--chunk_bytes={PRETRAIN_SETTINGS.chunk_bytes}",
-             f"--seed={PRETRAIN_SETTINGS.seed}"]
+             *_flags(inputs, spiece_model, out)]
   process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
   deadline = time.time() + 120
@@ -193,6 +200,72 @@ def test_killed_run_then_rerun_equals_an_uninterrupted_run(pretraining_records, 
   assert _bytes_of(out) == _bytes_of(records_dir)
   manifest = json.loads((out / "manifest.json").read_text())
   assert manifest["counts"] == pretrain_records.load_manifest(records_dir)["counts"]
+
+
+# ---- the writer: TensorFlow's bytes, without importing TensorFlow -------------------------
+
+def _tf_example(row):
+  return tf.train.Example(features=tf.train.Features(feature={
+      name: tf.train.Feature(int64_list=tf.train.Int64List(value=np.ravel(value).tolist()))
+      for name, value in row.items()})).SerializeToString(deterministic=True)
+
+
+def test_shards_are_the_bytes_tensorflow_writes(pretraining_records, tmp_path):
+  """Every shard's rows, encoded by tf.train.Example and written by tf.io.TFRecordWriter,
+  give the shard byte for byte (so TensorFlow's readers and CRC checks accept it)."""
+  records_dir, _ = pretraining_records
+  manifest = pretrain_records.load_manifest(records_dir)
+  for shard in manifest["shards"]:
+    rows = read_records(shard["path"])
+    assert any((row["target_positions"] < 0).any() for row in rows)     # -1 padding too
+    path = str(tmp_path / shard["file"])
+    with tf.io.TFRecordWriter(path) as writer:
+      for row in rows:
+        writer.write(_tf_example(row))
+    with open(path, "rb") as ours, open(shard["path"], "rb") as theirs:
+      assert ours.read() == theirs.read(), shard["file"]
+
+
+def test_writer_matches_tensorflow_on_edge_values_and_urls(tmp_path):
+  rows = [{"ids": np.array([-1, 0, 1, 2**31, -2**63, 2**63 - 1]), "b": 0},
+          {"z": np.zeros([0], np.int64), "a": np.int64(7)},
+          {}]
+  assert [pretrain_records.serialize_row(r) for r in rows] == [_tf_example(r) for r in rows]
+  # A URL goes through tf.io.gfile: TensorFlow's in-memory file system stands in for gs://.
+  url = f"ram://{tmp_path.name}/edge.tfrecord"
+  with TFRecordWriter(url + ".partial") as writer:
+    for row in rows:
+      writer.write(pretrain_records.serialize_row(row))
+  storage.rename(url + ".partial", url)
+  assert storage.exists(url) and not storage.exists(url + ".partial")
+  assert storage.glob(f"ram://{tmp_path.name}/*") == [url]
+  local = str(tmp_path / "edge.tfrecord")
+  with tf.io.TFRecordWriter(local) as writer:
+    for row in rows:
+      writer.write(_tf_example(row))
+  with storage.open_file(url, "rb") as f:
+    assert f.read() == (tmp_path / "edge.tfrecord").read_bytes()
+  assert [r.numpy() for r in tf.data.TFRecordDataset(url)] == [_tf_example(r) for r in rows]
+
+
+def test_preprocessing_local_files_never_imports_tensorflow(pretraining_records,
+                                                           spiece_model, tmp_path):
+  """The command line with 2 workers runs where `import tensorflow` fails (in its process,
+  the pool's server process and the workers alike) and writes the same records."""
+  records_dir, inputs = pretraining_records
+  blocker = tmp_path / "no_tensorflow" / "tensorflow"
+  blocker.mkdir(parents=True)
+  (blocker / "__init__.py").write_text(
+      "raise ImportError('the preprocessing tool imported tensorflow')\n")
+  env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker.parent), ROOT])}
+  subprocess.run([sys.executable, "-m", "data_prep.create_pretraining_data",
+                  *_flags(inputs, spiece_model, tmp_path / "out"), "--num_workers=2"],
+                 cwd=ROOT, env=env, check=True, capture_output=True)
+  assert _bytes_of(tmp_path / "out") == _bytes_of(records_dir)
+  env["PYTHONPATH"] = os.pathsep.join([str(blocker.parent), ROOT, os.path.join(ROOT, "tests")])
+  blocked = subprocess.run([sys.executable, "-c", "import helpers"], cwd=ROOT, env=env,
+                           capture_output=True, text=True)
+  assert "the preprocessing tool imported tensorflow" in blocked.stderr   # the block works
 
 
 # ---- errors before any work ------------------------------------------------------------------

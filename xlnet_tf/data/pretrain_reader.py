@@ -83,7 +83,7 @@ def pretrain_dataset(path: str, batch_size: int,
 
   order = replica_row_order(rows_per_step, settings["num_core_per_host"],
                             settings["bi_data"], replicas)
-  spec = pretrain_records.feature_spec(seq_len, num_predict)
+  spec = feature_spec(seq_len, num_predict)
   reuse_len = settings["reuse_len"]
 
   vocab_size = manifest["spiece"]["vocab_size"]
@@ -112,6 +112,16 @@ def pretrain_dataset(path: str, batch_size: int,
   dataset = dataset.map(expand, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   dataset = dataset.unbatch()                                       # one batch per replica
   return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def feature_spec(seq_len: int, num_predict: int) -> Dict[str, tf.io.FixedLenFeature]:
+  """The parsing spec of a record (the features of `pretrain_records`)."""
+  spec = {name: tf.io.FixedLenFeature([seq_len], tf.int64)
+          for name in ("input_ids", "segment_ids", "perm_rank")}
+  spec["target_positions"] = tf.io.FixedLenFeature([num_predict], tf.int64)
+  spec.update({name: tf.io.FixedLenFeature([], tf.int64)
+               for name in pretrain_records.SCALAR_FEATURES})
+  return spec
 
 
 def replica_row_order(rows_per_step: int, num_core_per_host: int, bi_data: bool,

@@ -16,7 +16,8 @@ Records are written step-major: the bsz_per_host rows of step 0, then of step 1,
 Consecutive steps of a stream overlap: the reuse part of step t + 1 is the reuse_len
 tokens that follow step t's reuse part (starting with step t's segment A).
 
-The manifest (`manifest.json`, one per preprocessing task) records every setting, the
+The parsing spec is `xlnet_tf.data.pretrain_reader.feature_spec`. The manifest
+(`manifest.json`, one per preprocessing task) records every setting, the
 SentencePiece model's checksum, the shards and their counts.
 """
 
@@ -24,8 +25,8 @@ import json
 import os
 from typing import Any, Dict, List, Mapping
 
-import numpy as np
-import tensorflow as tf
+from xlnet_tf.data import storage
+from xlnet_tf.data.tfrecord_writer import int64_example
 
 FORMAT = "xlnet_tf.pretraining.v1"
 MANIFEST_NAME = "manifest.json"
@@ -36,22 +37,10 @@ REQUIRED_SETTINGS = ("seq_len", "reuse_len", "num_predict", "bsz_per_host",
                      "num_core_per_host", "bi_data", "perm_size")
 
 
-def feature_spec(seq_len: int, num_predict: int) -> Dict[str, tf.io.FixedLenFeature]:
-  """The parsing spec of a record."""
-  spec = {name: tf.io.FixedLenFeature([seq_len], tf.int64)
-          for name in ("input_ids", "segment_ids", "perm_rank")}
-  spec["target_positions"] = tf.io.FixedLenFeature([num_predict], tf.int64)
-  spec.update({name: tf.io.FixedLenFeature([], tf.int64) for name in SCALAR_FEATURES})
-  return spec
-
-
 def serialize_row(row: Mapping[str, Any]) -> bytes:
-  """A row (dict of the features above, numpy or ints) as a serialized tf.train.Example."""
-  def int64s(value):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=np.ravel(value).tolist()))
-  return tf.train.Example(features=tf.train.Features(
-      feature={name: int64s(value) for name, value in row.items()})).SerializeToString(
-          deterministic=True)                  # map order fixed: same bytes in every process
+  """A row (dict of the features above, numpy or ints) as a serialized tf.train.Example
+  (map in key order: the same bytes in every process)."""
+  return int64_example(row)
 
 
 # ---- manifests -------------------------------------------------------------------------------
@@ -66,9 +55,9 @@ def manifest_name(task_index: int, num_tasks: int) -> str:
 def write_json_atomic(path: str, value: Any) -> None:
   """Writes JSON under a temporary name, then renames it (works on gs:// too)."""
   partial = f"{path}.partial"
-  with tf.io.gfile.GFile(partial, "w") as f:
+  with storage.open_file(partial, "w") as f:
     f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
-  tf.io.gfile.rename(partial, path, overwrite=True)
+  storage.rename(partial, path)
 
 
 def load_manifest(path: str) -> Dict[str, Any]:
@@ -83,15 +72,15 @@ def load_manifest(path: str) -> Dict[str, Any]:
   Raises:
     FileNotFoundError / ValueError: naming the path and what was expected.
   """
-  if tf.io.gfile.isdir(path):
+  if storage.isdir(path):
     directory = path
-    files = sorted(tf.io.gfile.glob(os.path.join(path, "manifest*.json")))
+    files = storage.glob(os.path.join(path, "manifest*.json"))
     if not files:
       raise FileNotFoundError(
           f"{path}: no {MANIFEST_NAME} (or manifest.task-*.json); is this a directory written "
           f"by `python -m data_prep.create_pretraining_data`? Its manifest is written last, "
           f"when every shard is complete")
-  elif tf.io.gfile.exists(path):
+  elif storage.exists(path):
     directory, files = os.path.dirname(path), [path]
   else:
     raise FileNotFoundError(f"{path}: no such record directory or manifest file")
@@ -122,7 +111,7 @@ def load_manifest(path: str) -> Dict[str, Any]:
 
 
 def _read_manifest(path: str) -> Dict[str, Any]:
-  with tf.io.gfile.GFile(path, "r") as f:
+  with storage.open_file(path, "r") as f:
     try:
       manifest = json.loads(f.read())
     except json.JSONDecodeError as e:
@@ -143,7 +132,7 @@ def shard_paths(manifest: Mapping[str, Any]) -> List[str]:
 
 def check_shards_exist(paths: List[str], source: str) -> None:
   """Raises FileNotFoundError naming `source` and a missing shard, if any is missing."""
-  missing = [p for p in paths if not tf.io.gfile.exists(p)]
+  missing = [p for p in paths if not storage.exists(p)]
   if missing:
     raise FileNotFoundError(f"{source}: {len(missing)} shard(s) listed in the manifest are "
                             f"missing, e.g. {missing[0]}")
