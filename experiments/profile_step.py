@@ -43,7 +43,7 @@ def op_stats(xplane_path: str):
 def main(argv):
   del argv
   name, mode = flags.FLAGS.configs[0], flags.FLAGS.modes[0]
-  config, feed, batch = benchmark_pretrain._config_and_feed(name)  # pylint: disable=protected-access
+  config, feed, batch, _ = benchmark_pretrain._config_and_feed(name)  # pylint: disable=protected-access
   step = benchmark_pretrain._timed_step("ours", config, feed, mode)  # pylint: disable=protected-access
   step()
   step()                                                   # traced and warm

@@ -112,15 +112,15 @@ def test_gather_relative_equals_rel_shift_at_the_positions(uni):
   qlen, mlen, rng = 5, 2, np.random.default_rng(1)
   klen = mlen + qlen
   rlen = klen + 1 if uni else klen + qlen
-  full = rng.normal(size=[2, 3, qlen, rlen]).astype(np.float32)
-  positions = np.array([[4, 0, 2], [1, 1, 3]], np.int32)
-  rows = np.stack([full[b][:, positions[b]] for b in range(2)])        # [B, N, P, R]
+  full = rng.normal(size=[3, 2, qlen, rlen]).astype(np.float32)        # [N, B, T, R]
+  positions = np.array([[4, 0, 2], [1, 1, 3]], np.int32)                # [B, P]
+  rows = np.stack([full[:, b][:, positions[b]] for b in range(2)], axis=1)  # [N, B, P, R]
   got = gather_relative(tf.constant(rows), tf.constant(positions), qlen, klen).numpy()
   shifted = rel_shift(tf.constant(full), klen).numpy()
   for b in range(2):
     for p, pos in enumerate(positions[b]):
       visible = slice(0, mlen + pos + 1) if uni else slice(None)
-      np.testing.assert_array_equal(got[b, :, p, visible], shifted[b, :, pos, visible])
+      np.testing.assert_array_equal(got[:, b, p, visible], shifted[:, b, pos, visible])
 
 
 def _numpy_encoding(positions, d_model):
@@ -150,15 +150,16 @@ def test_position_scores_per_group_of_the_batch():
   halves, X=B one per example (the training path, one dropout mask per example)."""
   from xlnet_tf.layers import RelativeMultiHeadAttention
   rng = np.random.default_rng(2)
-  q = rng.normal(size=[4, 3, 2, 5]).astype(np.float32)             # [B, I, N, H]
-  keys = rng.normal(size=[2, 7, 2, 5]).astype(np.float32)          # [X=2, R, N, H]
+  q = rng.normal(size=[2, 4, 3, 5]).astype(np.float32)             # [N, B, I, H]
+  keys = rng.normal(size=[2, 2, 7, 5]).astype(np.float32)          # [N, X=2, R, H]
   scores = RelativeMultiHeadAttention._position_scores
-  expected = np.stack([np.einsum("inh,rnh->nir", q[b], keys[b // 2]) for b in range(4)])
+  expected = np.stack([np.einsum("nih,nrh->nir", q[:, b], keys[:, b // 2])
+                       for b in range(4)], axis=1)                  # [N, B, I, R]
   np.testing.assert_allclose(scores(tf.constant(q), tf.constant(keys)).numpy(), expected,
                              rtol=1e-5, atol=1e-5)
-  per_example = np.repeat(keys, 2, axis=0)                          # [X=B, R, N, H]
+  per_example = np.repeat(keys, 2, axis=1)                          # [N, X=B, R, H]
   np.testing.assert_allclose(scores(tf.constant(q), tf.constant(per_example)).numpy(),
                              expected, rtol=1e-5, atol=1e-5)
-  shared = scores(tf.constant(q), tf.constant(keys[:1])).numpy()
-  np.testing.assert_allclose(shared[1], np.einsum("inh,rnh->nir", q[1], keys[0]),
+  shared = scores(tf.constant(q), tf.constant(keys[:, :1])).numpy()
+  np.testing.assert_allclose(shared[:, 1], np.einsum("nih,nrh->nir", q[:, 1], keys[:, 0]),
                              rtol=1e-5, atol=1e-5)

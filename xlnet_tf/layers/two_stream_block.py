@@ -51,14 +51,13 @@ class TwoStreamBlock(tf_keras.layers.Layer):
            **attention_inputs):
     """(content, query), or with `return_attention` (content, query, (content-stream
     attention probabilities [B, N, T, K], query-stream ones [B, N, P, K] or None))."""
-    content, query, probs = self.attention(content, query, training=training,
-                                           return_attention=True, **attention_inputs)
+    content, query, *maps = self.attention(content, query, training=training,
+                                           return_attention=return_attention,
+                                           **attention_inputs)
     content = self.feed_forward(content, training=training)
     if query is not None:
       query = self.feed_forward(query, training=training)
-    if return_attention:
-      return content, query, probs
-    return content, query
+    return (content, query, *maps)
 
   def get_config(self):
     config = super().get_config()

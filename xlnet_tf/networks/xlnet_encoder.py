@@ -141,16 +141,18 @@ class XLNetEncoder(tf_keras.layers.Layer):
       memory = tf.cast(mems[i], content.dtype) if mems is not None else None
       if c.mem_len > 0:
         new_mems.append(self._cache(content, memory))
-      content, query, probs = block(
+      content, query, *maps = block(
           content, query, memory=memory, position_encoding=position_encoding,
           r_w_bias=self.r_w_bias[i] if c.untie_r else self.r_w_bias,
           r_r_bias=self.r_r_bias[i] if c.untie_r else self.r_r_bias,
           r_s_bias=self.r_s_bias[i] if c.untie_r else self.r_s_bias,
           seg_embed=self.seg_embed[i], content_mask=content_mask,
-          content_segments=segments, training=training, return_attention=True,
-          **query_inputs)
-      attentions.append(probs[0])
-      query_attentions.append(probs[1])
+          content_segments=segments, training=training,
+          return_attention=bool(output_attentions), **query_inputs)
+      if output_attentions:
+        content_probs, query_probs = maps[0]
+        attentions.append(content_probs)
+        query_attentions.append(query_probs)
 
     outputs = {"content": self.dropout(content, training=training), "new_mems": new_mems}
     if query is not None:
