@@ -73,7 +73,6 @@ from data_prep import corpus
 from data_prep import pipeline
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.data import storage
-from xlnet_tf.data import tokenization
 
 DEFAULT_RUNNER = "DirectRunner"
 
@@ -100,13 +99,8 @@ def plan(settings: pipeline.DataSettings, input_patterns: Sequence[str], spiece_
                        f"paths; use gs:// for {', '.join(local)}")
   if not storage.exists(spiece_model):
     raise FileNotFoundError(f"--spiece_model: {spiece_model!r} does not exist")
-  local_model = local_spiece_model(spiece_model)
-  try:
-    tokenization.load_spiece(local_model)
-  except (ValueError, FileNotFoundError) as e:
-    raise type(e)(f"--spiece_model: {e}") from None
-  checked = pipeline.plan(settings, input_patterns, local_model, output_dir, task_index,
-                          num_tasks)
+  checked = pipeline.plan(settings, input_patterns, local_spiece_model(spiece_model),
+                          output_dir, task_index, num_tasks)
   # The manifest records the model as given; workers copy a gs:// model themselves.
   checked = dataclasses.replace(
       checked, spiece_model=spiece_model,

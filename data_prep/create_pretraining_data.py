@@ -87,12 +87,17 @@ def main(argv):
   except (ValueError, FileNotFoundError) as e:
     logging.error("%s", e)
     raise SystemExit(f"create_pretraining_data: {e}") from None
+  print(summary(manifest, FLAGS.output_dir))
+
+
+def summary(manifest, output_dir: str) -> str:
+  """The closing line of a run (also of the Beam entry point)."""
   counts = manifest["counts"]
-  print(f"{counts['documents']} documents, {counts['tokens']} tokens -> "
-        f"{counts['examples']} examples ({counts['steps']} steps of "
-        f"{manifest['settings']['bsz_per_host']} rows) in {counts['shards']} shards; "
-        f"{counts['undecodable_lines']} lines with undecodable bytes, "
-        f"{counts['overlong_lines']} overlong lines; manifest in {FLAGS.output_dir}")
+  return (f"{counts['documents']} documents, {counts['tokens']} tokens -> "
+          f"{counts['examples']} examples ({counts['steps']} steps of "
+          f"{manifest['settings']['bsz_per_host']} rows) in {counts['shards']} shards; "
+          f"{counts['undecodable_lines']} lines with undecodable bytes, "
+          f"{counts['overlong_lines']} overlong lines; manifest in {output_dir}")
 
 
 if __name__ == "__main__":

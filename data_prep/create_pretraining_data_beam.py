@@ -60,11 +60,7 @@ def main(argv):
   except (ValueError, FileNotFoundError) as e:
     logging.error("%s", e)
     raise SystemExit(f"create_pretraining_data_beam: {e}") from None
-  counts = manifest["counts"]
-  print(f"{counts['documents']} documents, {counts['tokens']} tokens -> "
-        f"{counts['examples']} examples ({counts['steps']} steps of "
-        f"{manifest['settings']['bsz_per_host']} rows) in {counts['shards']} shards with "
-        f"{FLAGS.runner}; manifest in {FLAGS.output_dir}")
+  print(f"{FLAGS.runner}: {local_tool.summary(manifest, FLAGS.output_dir)}")
 
 
 if __name__ == "__main__":

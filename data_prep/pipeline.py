@@ -129,13 +129,16 @@ def plan(settings: DataSettings, input_patterns: Sequence[str], spiece_model: st
   if not 0 <= task_index < num_tasks:
     raise ValueError(f"--task_index ({task_index}) must be in 0..--num_tasks - 1 "
                      f"({num_tasks - 1})")
-  sp = tokenization.load_spiece(spiece_model)               # fails on a wrong vocabulary
+  try:
+    sp = tokenization.load_spiece(spiece_model)             # fails on a wrong vocabulary
+  except (ValueError, FileNotFoundError) as e:
+    raise type(e)(f"--spiece_model: {e}") from None
   spiece_sha = tokenization.spiece_sha256(spiece_model)
   files = corpus.find_input_files(input_patterns)
-  total_bytes = sum(storage.size(f) for f in files)
+  chunks = corpus.plan_chunks(files, settings.input_format, settings.chunk_bytes)
+  total_bytes = sum(chunk.num_bytes for chunk in chunks)     # empty files make no chunk
   if total_bytes == 0:
     raise ValueError(f"--input_glob: the {len(files)} matching file(s) are all empty")
-  chunks = corpus.plan_chunks(files, settings.input_format, settings.chunk_bytes)
   mine = [c for c in chunks if c.index % num_tasks == task_index]
   if not mine:
     raise ValueError(f"--task_index {task_index} of --num_tasks {num_tasks} gets no input: "
