@@ -3,7 +3,8 @@ r"""create_pretraining_data on Apache Beam: the same shards, stats and manifest,
 The pipeline runs the local tool's steps (`data_prep.pipeline`):
 
   driver   `pipeline.plan` (every check: settings, --input_glob, --spiece_model,
-           --output_dir is writable, shards of another run) -> the (chunk, pass) jobs
+           --output_dir is writable, shards of another run), then the task's lock on
+           --output_dir (held until the pipeline ends) -> the (chunk, pass) jobs
   workers  Create(jobs) | Reshuffle | ParDo: `ShardJob.write_shard` for each job that is
            not finished yet (tokenize the chunk, rows of the pass with the generator seeded
            by (seed, chunk, pass), `pretrain-c{chunk}-p{pass}.tfrecord` written under a
@@ -87,8 +88,9 @@ def split_options(text: str) -> List[str]:
 def plan(settings: pipeline.DataSettings, input_patterns: Sequence[str], spiece_model: str,
          output_dir: str, runner: str = DEFAULT_RUNNER, task_index: int = 0,
          num_tasks: int = 1) -> pipeline.Plan:
-  """Every check before the pipeline launches; raises ValueError/FileNotFoundError naming
-  the flag. Creates --output_dir (and removes leftovers of a crashed run)."""
+  """Every check before the pipeline launches; raises ValueError/FileNotFoundError (or
+  NotADirectoryError/PermissionError for a local --output_dir) naming the flag. Writes
+  nothing, except a probe file in a URL --output_dir (which it creates)."""
   if _is_dataflow(runner):
     local = [f"--{name}={value}" for name, value in
              [("input_glob", p) for p in input_patterns] + [("spiece_model", spiece_model),
@@ -105,8 +107,8 @@ def plan(settings: pipeline.DataSettings, input_patterns: Sequence[str], spiece_
   checked = dataclasses.replace(
       checked, spiece_model=spiece_model,
       job=dataclasses.replace(checked.job, spiece_model=spiece_model))
-  check_writable(output_dir)
-  pipeline.prepare_output_dir(checked)
+  if storage.is_url(output_dir):             # a local one was checked by pipeline.plan
+    check_writable(output_dir)
   done = sum(checked.job.finished(chunk, p) is not None            # raises on foreign shards
              for chunk in checked.chunks for p in range(settings.num_passes))
   logging.info("%d input files (%.1f MB) -> %d chunks, %d for task %d/%d: %d shard jobs, "
@@ -141,12 +143,16 @@ def run(settings: pipeline.DataSettings, input_patterns: Sequence[str], spiece_m
   """
   checked = plan(settings, input_patterns, spiece_model, output_dir, runner, task_index,
                  num_tasks)
-  options = PipelineOptions(list(beam_args), runner=runner)
-  with beam.Pipeline(options=options) as root:
-    build(root, checked)
-  path = os.path.join(output_dir, pretrain_records.manifest_name(task_index, num_tasks))
-  with storage.open_file(path) as f:
-    return json.loads(f.read())
+  # The launcher holds the task's lock on --output_dir until the pipeline has finished, as
+  # the local tool does: a second run is refused before it deletes the first's files.
+  with pipeline.lock(checked):
+    pipeline.prepare_output_dir(checked)
+    options = PipelineOptions(list(beam_args), runner=runner)
+    with beam.Pipeline(options=options) as root:
+      build(root, checked)
+    path = os.path.join(output_dir, pretrain_records.manifest_name(task_index, num_tasks))
+    with storage.open_file(path) as f:
+      return json.loads(f.read())
 
 
 # ---- on the workers --------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Dict, Iterator, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
+from xlnet_tf import paths
 from xlnet_tf.data import storage
 from xlnet_tf.data import tokenization
 
@@ -29,7 +30,9 @@ def find_input_files(patterns: Sequence[str], flag: str = "--input_glob") -> Lis
   for pattern in patterns:
     matched = [f for f in storage.glob(pattern) if not storage.isdir(f)]
     if not matched:
-      raise FileNotFoundError(f"{flag}: no file matches {pattern!r}")
+      hint = paths.glob_hint(pattern)
+      raise FileNotFoundError(f"{flag}: no file matches {pattern!r}"
+                              + (f".{hint}" if hint else ""))
     files.update(matched)
   return sorted(files)
 

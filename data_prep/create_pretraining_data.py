@@ -23,6 +23,7 @@ from data_prep import corpus  # noqa: E402
 from data_prep import pipeline  # noqa: E402
 from data_prep import sampling  # noqa: E402
 from data_prep.pretraining_rows import RowSettings  # noqa: E402
+from xlnet_tf import paths  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("input_glob", None, "Comma-separated globs of input text files.")
@@ -84,7 +85,8 @@ def main(argv):
     manifest = pipeline.create(
         settings_from_flags(), FLAGS.input_glob, FLAGS.spiece_model, FLAGS.output_dir,
         num_workers=FLAGS.num_workers, task_index=FLAGS.task_index, num_tasks=FLAGS.num_tasks)
-  except (ValueError, FileNotFoundError) as e:
+  except (ValueError, FileNotFoundError, NotADirectoryError, PermissionError,
+          paths.DirectoryLockedError) as e:
     logging.error("%s", e)
     raise SystemExit(f"create_pretraining_data: {e}") from None
   print(summary(manifest, FLAGS.output_dir))

@@ -35,6 +35,7 @@ from absl import logging  # noqa: E402
 from data_prep import beam_pipeline  # noqa: E402
 # Defines the data flags (--input_glob, --seq_len, ...) and settings_from_flags.
 from data_prep import create_pretraining_data as local_tool  # noqa: E402
+from xlnet_tf import paths  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("runner", beam_pipeline.DEFAULT_RUNNER, "The Beam runner.")
@@ -57,7 +58,8 @@ def main(argv):
         local_tool.settings_from_flags(), FLAGS.input_glob, FLAGS.spiece_model,
         FLAGS.output_dir, runner=FLAGS.runner, beam_args=beam_args,
         task_index=FLAGS.task_index, num_tasks=FLAGS.num_tasks)
-  except (ValueError, FileNotFoundError) as e:
+  except (ValueError, FileNotFoundError, NotADirectoryError, PermissionError,
+          paths.DirectoryLockedError) as e:
     logging.error("%s", e)
     raise SystemExit(f"create_pretraining_data_beam: {e}") from None
   print(f"{FLAGS.runner}: {local_tool.summary(manifest, FLAGS.output_dir)}")

@@ -27,10 +27,13 @@ import numpy as np
 from data_prep import corpus
 from data_prep.pretraining_rows import RowSettings
 from data_prep.pretraining_rows import build_rows
+from xlnet_tf import paths
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.data import storage
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.tfrecord_writer import TFRecordWriter
+from xlnet_tf.data.tfrecord_writer import crc32c_hex
+from xlnet_tf.data.tfrecord_writer import file_crc32c
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,11 +75,28 @@ def create(settings: DataSettings, input_patterns: Sequence[str], spiece_model: 
   """Writes this task's shards and manifest into `output_dir`; returns the manifest.
 
   Everything that can be checked is checked before any work: the settings, the task
-  split, the input files, the SentencePiece model (its XLNet symbols).
+  split, the input files, the SentencePiece model (its XLNet symbols), --output_dir. The
+  task holds `lock(run)` on --output_dir while it runs: a second run of the same task into
+  it fails with `paths.DirectoryLockedError` (naming the first's pid, host and command)
+  instead of deleting the first's files; the lock of a killed run is taken over.
+  A run that fails for too little text leaves nothing behind (see `finish`).
   """
   run = plan(settings, input_patterns, spiece_model, output_dir, task_index, num_tasks)
   if num_workers < 1:
     raise ValueError(f"--num_workers must be >= 1, got {num_workers}")
+  created = not storage.exists(output_dir)
+  try:
+    with lock(run):
+      return _create_locked(run, num_workers, log_every_secs)
+  except NoCompleteRowError:
+    if created and not storage.is_url(output_dir):
+      _remove_if_empty(output_dir)
+    raise
+
+
+def _create_locked(run: "Plan", num_workers: int, log_every_secs: float) -> Dict[str, Any]:
+  """The work of `create`, under the lock."""
+  settings, task_index, num_tasks = run.settings, run.task_index, run.num_tasks
   prepare_output_dir(run)
   todo, done = [], {}
   for chunk in run.chunks:
@@ -95,6 +115,17 @@ def create(settings: DataSettings, input_patterns: Sequence[str], spiece_model: 
     progress.update(shard_stats[0])
   progress.finish()
   return finish(run, done)
+
+
+class NoCompleteRowError(ValueError):
+  """The corpus (this task's share) is too small for one row of the settings."""
+
+
+def _remove_if_empty(directory: str) -> None:
+  try:
+    os.rmdir(directory)
+  except OSError:
+    pass
 
 
 # ---- the steps of a run, shared with data_prep.beam_pipeline --------------------------
@@ -126,6 +157,7 @@ def plan(settings: DataSettings, input_patterns: Sequence[str], spiece_model: st
   ValueError/FileNotFoundError naming the flag) and cuts the input into chunks; writes
   nothing."""
   settings.validate()
+  paths.check_output_dir(output_dir, "--output_dir")   # a file, under a file, unwritable
   if not 0 <= task_index < num_tasks:
     raise ValueError(f"--task_index ({task_index}) must be in 0..--num_tasks - 1 "
                      f"({num_tasks - 1})")
@@ -152,8 +184,22 @@ def plan(settings: DataSettings, input_patterns: Sequence[str], spiece_model: st
               num_tasks=num_tasks, job=job)
 
 
+def lock_name(task_index: int, num_tasks: int) -> str:
+  """The lock file of one task in --output_dir: the tasks of one run share the directory,
+  two runs of the same task do not."""
+  return f".lock-task-{task_index:05d}-of-{num_tasks:05d}"
+
+
+def lock(run: Plan) -> paths.DirectoryLock:
+  """The lock of this task on --output_dir (a context manager; take it before
+  `prepare_output_dir`, which deletes the temporary files of a crashed run)."""
+  return paths.DirectoryLock(run.output_dir, purpose="create_pretraining_data",
+                             name=lock_name(run.task_index, run.num_tasks))
+
+
 def prepare_output_dir(run: Plan) -> None:
-  """Creates the output directory and removes the leftovers of a crashed run."""
+  """Creates the output directory and removes the leftovers of a crashed run (call it
+  holding `lock(run)`: without it they may be the live files of another run)."""
   storage.makedirs(run.output_dir)
   for chunk in run.chunks:                  # leftovers of a crashed run are never complete
     for stale in storage.glob(os.path.join(run.output_dir,
@@ -163,12 +209,25 @@ def prepare_output_dir(run: Plan) -> None:
 
 def finish(run: Plan, done: Dict[int, List[Dict[str, Any]]]) -> Dict[str, Any]:
   """Writes the manifest (last) from every shard's stats ({chunk: [stats of pass 0, 1, ...]});
-  returns it. Raises ValueError if the corpus gave no complete row."""
+  returns it.
+
+  Raises NoCompleteRowError (a ValueError) if the corpus gave no complete row, after
+  removing this task's shards and stats, which are all empty: they would block a retry
+  with more text or other settings ("made with other settings"). Shards with rows are
+  never removed.
+  """
   settings = run.settings
   manifest = _manifest(run, done)
   if manifest["counts"]["examples"] == 0:
     counts = manifest["counts"]
-    raise ValueError(
+    for stats in done.values():
+      for shard in stats:
+        if shard["examples"] == 0:
+          path = os.path.join(run.output_dir, shard["file"])
+          for name in (path + ".stats.json", path):      # stats first: never stats alone
+            if storage.exists(name):
+              storage.remove(name)
+    raise NoCompleteRowError(
         f"--input_glob: the corpus gave no complete row ({counts['documents']} documents, "
         f"{counts['tokens']} tokens). Each chunk's tokens are cut into --bsz_per_host "
         f"({settings.rows.bsz_per_host}) streams (halved with --bi_data) and a row needs "
@@ -240,7 +299,8 @@ class ShardJob:
     stats = {"file": name, "chunk": chunk.index, "pass": pass_index,
              "fingerprint": self.fingerprint, "input": chunk.describe(),
              "steps": num_steps, "examples": examples, "targets": num_targets,
-             "b_is_random": num_random_b, **counts}
+             "b_is_random": num_random_b, "size": writer.size,
+             "crc32c": crc32c_hex(writer.crc32c), **counts}
     pretrain_records.write_json_atomic(path + ".stats.json", stats)
     return stats
 
@@ -272,6 +332,12 @@ def _finished_stats(output_dir, chunk, pass_index, fingerprint) -> Optional[Dict
     raise ValueError(
         f"{path} was made with other settings, SentencePiece model or input files; use a "
         f"new --output_dir (or delete the old records) instead of mixing two runs")
+  if "size" not in stats:                  # stats written before sizes were recorded
+    stats["size"], stats["crc32c"] = file_crc32c(path)
+  elif storage.size(path) != stats["size"]:
+    logging.warning("%s has %d bytes, its stats record %d: writing it again", path,
+                    storage.size(path), stats["size"])
+    return None
   return stats
 
 
@@ -339,7 +405,7 @@ def _manifest(run: Plan, done) -> Dict[str, Any]:
       counts["targets"] += shard["targets"]
       counts["shards"] += 1
       shards.append({k: shard[k] for k in ("file", "chunk", "pass", "steps", "examples",
-                                           "targets", "b_is_random")})
+                                           "targets", "b_is_random", "size", "crc32c")})
   if counts["undecodable_lines"] or counts["overlong_lines"]:
     logging.warning("%d lines had undecodable bytes (replaced by U+FFFD), %d lines were "
                     "longer than --max_line_chars=%d (cut)", counts["undecodable_lines"],

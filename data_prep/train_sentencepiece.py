@@ -17,12 +17,13 @@ so the trainer sees exactly what encoding will see. Large corpora are sampled: a
 import glob
 import os
 import sys
-from typing import Iterator, List, Sequence, Union
+from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 from absl import app
 from absl import flags
 import sentencepiece as spm
 
+from xlnet_tf import paths
 from xlnet_tf.data import tokenization
 
 # <unk>, <s>, </s>, the control and the user-defined symbols; --vocab_size must be larger.
@@ -48,14 +49,10 @@ def expand_inputs(input_files: Union[str, Sequence[str]]) -> List[str]:
   for pattern in patterns:
     matches = sorted(m for m in glob.glob(pattern) if os.path.isfile(m))
     if not matches:
-      raise ValueError(f"--input: no file matches {pattern!r}")
+      hint = paths.glob_hint(pattern)
+      raise ValueError(f"--input: no file matches {pattern!r}" + (f".{hint}" if hint else ""))
     files.extend(matches)
   return sorted(set(files))
-
-
-def _has_text(path: str) -> bool:
-  """True once a non-blank line is found (reads only up to the first one)."""
-  return next(normalized_lines([path]), None) is not None
 
 
 def normalized_lines(files: Sequence[str], lower: bool = False,
@@ -65,6 +62,15 @@ def normalized_lines(files: Sequence[str], lower: bool = False,
   Raises:
     ValueError: a file that is not UTF-8 (naming the file and line).
   """
+  for _, _, line in numbered_lines(files, lower, keep_accents):
+    yield line
+
+
+def numbered_lines(files: Sequence[str], lower: bool = False,
+                   keep_accents: bool = False) -> Iterator[Tuple[str, int, str]]:
+  """(file, line number from 1, line) of the non-blank lines of `files`, each through
+  `normalize_text`. Raises ValueError for a file that is not UTF-8 (naming the file and
+  line)."""
   for path in files:
     with open(path, encoding="utf-8") as f:
       line_number = 0
@@ -72,10 +78,52 @@ def normalized_lines(files: Sequence[str], lower: bool = False,
         for line_number, line in enumerate(f, 1):
           line = tokenization.normalize_text(line, lower=lower, keep_accents=keep_accents)
           if line:
-            yield line
+            yield path, line_number, line
       except UnicodeDecodeError as e:
         raise ValueError(f"--input: {path} is not UTF-8 text ({e}; last line read: "
                          f"{line_number})") from None
+
+
+def _where(location: Tuple[str, int, int]) -> str:
+  path, line_number, num_bytes = location
+  return f"line {line_number} of {path} ({num_bytes} bytes)"
+
+
+def check_lines(files: Sequence[str], max_sentence_length: int, lower: bool = False,
+                keep_accents: bool = False) -> None:
+  """Reads up to the first line the trainer can use (usually the first line).
+
+  Raises:
+    ValueError: the files hold no text, or every line is longer than
+      `max_sentence_length` bytes (SentencePiece would skip them all and fail with
+      "[!sentences_.empty()]"), naming the first such line and the flag.
+  """
+  too_long: Optional[Tuple[str, int, int]] = None
+  for path, line_number, line in numbered_lines(files, lower, keep_accents):
+    num_bytes = len(line.encode("utf-8"))
+    if num_bytes <= max_sentence_length:
+      return
+    too_long = too_long or (path, line_number, num_bytes)
+  if too_long is None:
+    raise ValueError(f"--input: the {len(files)} matching file(s) contain no text "
+                     f"(only blank lines), e.g. {files[0]}")
+  raise ValueError(
+      f"--input: every line is longer than --max_sentence_length ({max_sentence_length} "
+      f"bytes), e.g. {_where(too_long)}; SentencePiece skips such lines, which would leave "
+      f"it nothing to train on. Raise --max_sentence_length, or split the text into one "
+      f"sentence or paragraph per line")
+
+
+def check_model_prefix(model_prefix: str) -> None:
+  """Raises a clear error (naming --model_prefix) if PREFIX.model and PREFIX.vocab cannot
+  be written: a prefix naming a directory ("out/"), a directory in the way, a path under
+  a file, an unwritable or read-only location. Creates nothing."""
+  if not model_prefix or model_prefix.endswith(("/", os.sep)):
+    raise ValueError(f"--model_prefix {model_prefix!r} must be a path prefix such as "
+                     f"out/spiece (writes out/spiece.model and out/spiece.vocab), not a "
+                     f"directory")
+  for suffix in (".model", ".vocab"):
+    paths.check_output_file(model_prefix + suffix, "--model_prefix")
 
 
 def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size: int,
@@ -98,8 +146,11 @@ def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size:
     num_threads: trainer threads; default all CPUs.
     verbose: show SentencePiece's training log.
   Raises:
-    ValueError: a glob matching no file, input files without any text, a vocab_size not
-      larger than the reserved ids, or a trained model without the released special ids.
+    ValueError: a glob matching no file, input files without any text or with every line
+      longer than max_sentence_length, a vocab_size not larger than the reserved ids, a
+      model_prefix naming a directory, or a trained model without the released special ids.
+    NotADirectoryError, IsADirectoryError, PermissionError: PREFIX.model or PREFIX.vocab
+      cannot be written (checked before training).
   """
   if vocab_size <= NUM_RESERVED_IDS:
     raise ValueError(
@@ -109,22 +160,24 @@ def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size:
   if input_sentence_size < 0 or max_sentence_length <= 0:
     raise ValueError(f"--input_sentence_size must be >= 0 (got {input_sentence_size}) and "
                      f"--max_sentence_length > 0 (got {max_sentence_length})")
+  check_model_prefix(model_prefix)
   files = expand_inputs(input_files)
-  if not any(_has_text(path) for path in files):
-    raise ValueError(f"--input: the {len(files)} matching file(s) contain no text "
-                     f"(only blank lines), e.g. {files[0]}")
+  check_lines(files, max_sentence_length, lower=uncased, keep_accents=keep_accents)
   directory = os.path.dirname(model_prefix)
   if directory:
     os.makedirs(directory, exist_ok=True)
 
-  stats = {"lines": 0, "too_long": 0, "error": None}
+  stats = {"lines": 0, "too_long": 0, "error": None, "first_too_long": None}
 
   def lines():
     try:
-      for line in normalized_lines(files, lower=uncased, keep_accents=keep_accents):
+      for path, line_number, line in numbered_lines(files, lower=uncased,
+                                                    keep_accents=keep_accents):
         stats["lines"] += 1
-        if len(line.encode("utf-8")) > max_sentence_length:
+        num_bytes = len(line.encode("utf-8"))
+        if num_bytes > max_sentence_length:
           stats["too_long"] += 1
+          stats["first_too_long"] = stats["first_too_long"] or (path, line_number, num_bytes)
         yield line
     except Exception as e:  # the trainer would turn it into a RuntimeError: keep the original
       stats["error"] = e
@@ -139,6 +192,12 @@ def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size:
     if "Vocabulary size too high" in str(e):
       raise ValueError(f"--vocab_size {vocab_size} is too large for the input "
                        f"({stats['lines']} lines): {e}") from None
+    if "sentences_.empty()" in str(e):
+      raise ValueError(
+          f"--input: SentencePiece kept none of the {stats['lines']} lines ({stats['too_long']} "
+          f"longer than --max_sentence_length {max_sentence_length} bytes"
+          + (f", e.g. {_where(stats['first_too_long'])}" if stats["first_too_long"] else "")
+          + "): raise --max_sentence_length or split the long lines") from None
     raise
 
   path = model_prefix + ".model"
@@ -147,7 +206,8 @@ def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size:
   print(f"wrote {path}: vocab size {sp.get_piece_size()}, trained on {used} of "
         f"{stats['lines']} lines from {len(files)} file(s)"
         + (f" ({stats['too_long']} lines longer than --max_sentence_length "
-           f"{max_sentence_length} bytes skipped)" if stats["too_long"] else ""))
+           f"{max_sentence_length} bytes skipped, e.g. {_where(stats['first_too_long'])})"
+           if stats["too_long"] else ""))
   print("special ids: " + " ".join(
       f"{piece}={sp.piece_to_id(piece)}" for piece in tokenization.SPECIAL_PIECES))
   return path
@@ -191,7 +251,9 @@ def define_flags():
   flags.DEFINE_integer("input_sentence_size", DEFAULT_INPUT_SENTENCE_SIZE,
                        "Train on at most this many lines, sampled at random (0 = all).")
   flags.DEFINE_integer("max_sentence_length", DEFAULT_MAX_SENTENCE_LENGTH,
-                       "Lines longer than this many bytes are skipped.")
+                       "Lines longer than this many bytes (after normalisation) are skipped "
+                       "by SentencePiece's trainer; a run where every line is longer fails "
+                       "before training, naming the first such line.")
   flags.DEFINE_integer("num_threads", None, "Trainer threads (default: all CPUs).")
   flags.DEFINE_bool("verbose", False, "Show SentencePiece's training log.")
   flags.mark_flags_as_required(["input", "model_prefix"])
@@ -200,10 +262,13 @@ def define_flags():
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments {argv[1:]}; inputs go in --input")
-  train(FLAGS.input, FLAGS.model_prefix, FLAGS.vocab_size, uncased=FLAGS.uncased,
-        keep_accents=FLAGS.keep_accents, input_sentence_size=FLAGS.input_sentence_size,
-        max_sentence_length=FLAGS.max_sentence_length, num_threads=FLAGS.num_threads,
-        verbose=FLAGS.verbose)
+  try:
+    train(FLAGS.input, FLAGS.model_prefix, FLAGS.vocab_size, uncased=FLAGS.uncased,
+          keep_accents=FLAGS.keep_accents, input_sentence_size=FLAGS.input_sentence_size,
+          max_sentence_length=FLAGS.max_sentence_length, num_threads=FLAGS.num_threads,
+          verbose=FLAGS.verbose)
+  except (ValueError, NotADirectoryError, IsADirectoryError, PermissionError) as e:
+    raise SystemExit(f"train_sentencepiece: {e}") from None
 
 
 if __name__ == "__main__":

@@ -265,7 +265,9 @@ def finetune_once(work_dir: str, settings: DemoSettings, init_checkpoint: Option
       strategy, model, optimizer,
       lambda ctx: classifier_features.classifier_dataset(
           train_path, settings.finetune_batch, True, seed=seed, input_context=ctx),
-      options)
+      options, {"task": dataclasses.asdict(spec),
+                "train_data": classifier_features.read_cache_info(train_path)["key"],
+                "train_batch_size": settings.finetune_batch})
   result = {"final_loss": trained["losses"][-1] if trained["losses"] else None}
   correct = total = 0
   for split in ("dev", "test"):

@@ -22,8 +22,10 @@ from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 
 from experiments import strategy_flags  # noqa: E402
+from xlnet_tf import paths  # noqa: E402
 from xlnet_tf.configs import XLNetConfig  # noqa: E402
 from xlnet_tf.training import pretraining  # noqa: E402
+from xlnet_tf.training import run_directory  # noqa: E402
 from xlnet_tf.training.memory import local_replica_count  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -116,11 +118,33 @@ def check_flags_agree(manifest, num_hosts: int) -> None:
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  manifest = pretraining.check_data(FLAGS.train_data)        # before any model is built
+  try:                                             # everything checkable, before any work
+    options = _options()
+    paths.check_input_path(FLAGS.init_checkpoint, "--init_checkpoint",
+                           "directory written by save_pretrained / xlnet_tf.convert")
+    paths.check_input_path(FLAGS.model_config, "--model_config", "xlnet_config.json file")
+    paths.check_output_dir(FLAGS.model_dir, "--model_dir")
+    paths.check_output_dir(FLAGS.export_dir, "--export_dir")
+    manifest = pretraining.check_data(FLAGS.train_data)
+  except (ValueError, OSError) as e:
+    raise SystemExit(f"pretrain: {e}") from None
   strategy = strategy_flags.strategy_from_flags()
   num_hosts = max(1, strategy.num_replicas_in_sync // local_replica_count(strategy))
   check_flags_agree(manifest, num_hosts)
-  options = pretraining.PretrainOptions(
+  logging.info("strategy %s with %d replica(s)", type(strategy).__name__,
+               strategy.num_replicas_in_sync)
+  try:
+    summary = pretraining.run_pretraining(strategy, model_config(manifest), FLAGS.train_data,
+                                          options, manifest=manifest)
+  except run_directory.RUN_STOPPED + (pretraining.CorruptRecordsError,) as e:
+    raise SystemExit(f"pretrain: {e}") from None
+  print(f"trained to step {summary['step']}; final loss "
+        f"{summary['losses'][-1] if summary['losses'] else float('nan'):.4f}; "
+        f"model exported to {summary['export_dir']}")
+
+
+def _options() -> pretraining.PretrainOptions:
+  return pretraining.PretrainOptions(
       model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps,
       learning_rate=FLAGS.learning_rate, warmup_steps=FLAGS.warmup_steps,
       min_lr_ratio=FLAGS.min_lr_ratio, weight_decay=FLAGS.weight_decay,
@@ -130,13 +154,6 @@ def main(argv):
       jit_compile=FLAGS.jit_compile, init_checkpoint=FLAGS.init_checkpoint,
       export_dir=FLAGS.export_dir, seed=FLAGS.seed, stop_at_step=FLAGS.stop_at_step,
       objective=FLAGS.objective)
-  logging.info("strategy %s with %d replica(s)", type(strategy).__name__,
-               strategy.num_replicas_in_sync)
-  summary = pretraining.run_pretraining(strategy, model_config(manifest), FLAGS.train_data,
-                                        options, manifest=manifest)
-  print(f"trained to step {summary['step']}; final loss "
-        f"{summary['losses'][-1] if summary['losses'] else float('nan'):.4f}; "
-        f"model exported to {summary['export_dir']}")
 
 
 if __name__ == "__main__":

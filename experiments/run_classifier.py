@@ -13,6 +13,7 @@ xlnet_config.json and spiece.model are used unless --model_config_path /
 --output_dir, with the cached features.
 """
 
+import dataclasses
 import json
 import os
 
@@ -24,15 +25,16 @@ from absl import logging  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from experiments import strategy_flags  # noqa: E402
 from experiments import task_flags  # noqa: E402
 from xlnet_tf import pretrained  # noqa: E402
-from experiments import strategy_flags  # noqa: E402
 from xlnet_tf.configs import XLNetConfig  # noqa: E402
 from xlnet_tf.data import classifier_features  # noqa: E402
 from xlnet_tf.data import classifier_tasks  # noqa: E402
 from xlnet_tf.data import tokenization  # noqa: E402
 from xlnet_tf.evaluation import classifier_metrics  # noqa: E402
 from xlnet_tf.training import finetuning  # noqa: E402
+from xlnet_tf.training import run_directory  # noqa: E402
 from xlnet_tf.training.classifier_trainer import predict  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -123,11 +125,41 @@ def _predictions(model, spec, path):
   return outputs["score"] if spec.is_regression else np.argmax(outputs["logits"], -1)
 
 
+def _finetune_options() -> finetuning.FinetuneOptions:
+  return finetuning.FinetuneOptions(
+      model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps,
+      learning_rate=FLAGS.learning_rate, warmup_steps=FLAGS.warmup_steps,
+      weight_decay=FLAGS.weight_decay, adam_epsilon=FLAGS.adam_epsilon,
+      clip_norm=FLAGS.clip, lr_layer_decay_rate=FLAGS.lr_layer_decay_rate,
+      grad_accum_steps=FLAGS.grad_accum_steps, steps_per_loop=FLAGS.iterations,
+      save_steps=FLAGS.save_steps, precision=FLAGS.precision,
+      init_checkpoint=FLAGS.init_checkpoint, seed=FLAGS.seed)
+
+
 def main(argv):
+  try:
+    _main(argv)
+  except run_directory.RUN_STOPPED as e:
+    raise SystemExit(f"run_classifier: {e}") from None
+
+
+def _main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
     raise app.UsageError("nothing to do: give --do_train, --do_eval and/or --do_predict")
+  task_flags.check_paths(
+      "run_classifier",
+      inputs={"init_checkpoint": "directory of pretrained weights (save_pretrained, "
+                                 "xlnet_tf.convert) or a model.ckpt prefix",
+              "spiece_model_file": "SentencePiece model file",
+              "model_config_path": "xlnet_config.json file",
+              "data_dir": "directory with the task's files"},
+      outputs=("model_dir", "output_dir"))
+  try:
+    options = _finetune_options() if FLAGS.do_train else None
+  except ValueError as e:
+    raise SystemExit(f"run_classifier: {e}") from None
   task = _task()
   is_regression = task.is_regression if FLAGS.is_regression is None else FLAGS.is_regression
   spec = finetuning.ClassifierSpec(
@@ -150,14 +182,11 @@ def main(argv):
       raise app.UsageError(f"--train_batch_size ({FLAGS.train_batch_size}) must be "
                            f"divisible by replicas x --grad_accum_steps ({divisor})")
     micro_batch = FLAGS.train_batch_size // divisor
-    options = finetuning.FinetuneOptions(
-        model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps,
-        learning_rate=FLAGS.learning_rate, warmup_steps=FLAGS.warmup_steps,
-        weight_decay=FLAGS.weight_decay, adam_epsilon=FLAGS.adam_epsilon,
-        clip_norm=FLAGS.clip, lr_layer_decay_rate=FLAGS.lr_layer_decay_rate,
-        grad_accum_steps=FLAGS.grad_accum_steps, steps_per_loop=FLAGS.iterations,
-        save_steps=FLAGS.save_steps, precision=FLAGS.precision,
-        init_checkpoint=FLAGS.init_checkpoint, seed=FLAGS.seed)
+    run_settings = {"task": dataclasses.asdict(spec),
+                    "train_data": classifier_features.read_cache_info(train_path)["key"],
+                    "train_batch_size": FLAGS.train_batch_size,
+                    "replicas": strategy.num_replicas_in_sync}
+    finetuning.open_run(config, options, run_settings)        # before anything is built
     model, optimizer = finetuning.build_for_training(strategy, config, spec, options,
                                                      dropout=FLAGS.dropout)
     summary = finetuning.train_classifier(
@@ -165,7 +194,7 @@ def main(argv):
         lambda ctx: classifier_features.classifier_dataset(
             train_path, micro_batch, is_training=True, seed=FLAGS.seed,
             max_seq_length=spec.max_seq_length, is_regression=spec.is_regression,
-            input_context=ctx), options)
+            input_context=ctx), options, run_settings)
     finetuning.save_classifier(model, spec, final_dir, spiece_path)
     logging.info("fine-tuned to step %d; model in %s", summary["step"], final_dir)
 

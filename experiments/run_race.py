@@ -54,9 +54,16 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   if not (FLAGS.do_train or FLAGS.do_eval):
     raise app.UsageError("nothing to do: give --do_train and/or --do_eval")
+  task_flags.check_paths(
+      "run_race",
+      inputs={"init_checkpoint": "directory of pretrained weights", "spiece_model_file":
+              "SentencePiece model file", "model_config_path": "xlnet_config.json file",
+              "data_dir": "RACE directory (train/dev/test with high/middle)"},
+      outputs=("model_dir", "output_dir"))
   final = os.path.join(FLAGS.model_dir, "final")
   tf.io.gfile.makedirs(FLAGS.output_dir)
   if FLAGS.do_train:
+    task_flags.claim_model_dir("run_race")
     config, spiece = task_flags.pretrained_config_and_spiece()
     sp = tokenization.load_spiece(spiece)
     arrays = _arrays(sp, race.read_race(FLAGS.data_dir, "train", FLAGS.levels))

@@ -109,11 +109,18 @@ def main(argv):
     raise app.UsageError("--do_predict needs --predict_file")
   if FLAGS.do_predict and not FLAGS.output_dir:
     raise app.UsageError("--do_predict needs --output_dir")
+  task_flags.check_paths(
+      "run_squad",
+      inputs={"init_checkpoint": "directory of pretrained weights", "spiece_model_file":
+              "SentencePiece model file", "model_config_path": "xlnet_config.json file",
+              "train_file": "SQuAD JSON file", "predict_file": "SQuAD JSON file"},
+      outputs=("model_dir", "output_dir"))
   final = os.path.join(FLAGS.model_dir, "final")
   if FLAGS.do_predict:
     tf.io.gfile.makedirs(FLAGS.output_dir)
 
   if FLAGS.do_train:
+    task_flags.claim_model_dir("run_squad")
     config, spiece = task_flags.pretrained_config_and_spiece()
     sp = tokenization.load_spiece(spiece)
     examples, report = squad.read_squad(FLAGS.train_file)

@@ -7,12 +7,13 @@
 """
 
 import os
-from typing import Tuple
+from typing import Dict, Sequence, Tuple
 
 from absl import app
 from absl import flags
 import tensorflow as tf
 
+from xlnet_tf import paths
 from xlnet_tf import pretrained
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.training import finetuning
@@ -42,6 +43,31 @@ def define_task_flags(learning_rate: float, lr_layer_decay_rate: float, train_st
   flags.DEFINE_float("dropout", 0.1, "Dropout.")
   flags.DEFINE_float("dropatt", 0.1, "Attention dropout.")
   flags.DEFINE_integer("seed", 0, "Seed.")
+
+
+def check_paths(tool: str, inputs: Dict[str, str], outputs: Sequence[str]) -> None:
+  """Before any work: every given input path flag (name -> what it should be) exists and
+  every output flag is a usable directory; otherwise exits with the flag and the path."""
+  try:
+    for name, kind in inputs.items():
+      paths.check_input_path(FLAGS[name].value, f"--{name}", kind)
+    for name in outputs:
+      paths.check_output_dir(FLAGS[name].value, f"--{name}")
+  except OSError as e:
+    raise SystemExit(f"{tool}: {e}") from None
+
+
+def claim_model_dir(tool: str) -> paths.DirectoryLock:
+  """Before training: the optimizer flags are possible (else exit naming the flag) and
+  --model_dir is this run's (a lock, released at exit; a second run into it exits)."""
+  try:
+    optimization.check_settings(
+        FLAGS.learning_rate, FLAGS.train_steps, FLAGS.warmup_steps,
+        weight_decay=FLAGS.weight_decay, adam_epsilon=FLAGS.adam_epsilon,
+        lr_layer_decay_rate=FLAGS.lr_layer_decay_rate)
+    return paths.DirectoryLock(FLAGS.model_dir, tool).acquire()
+  except (ValueError, paths.DirectoryLockedError) as e:
+    raise SystemExit(f"{tool}: {e}") from None
 
 
 def from_init_checkpoint(value, name: str, flag: str) -> str:
@@ -77,7 +103,9 @@ def warm_start_and_optimizer(model):
 
 
 def save_task_model(model, directory: str, spiece: str) -> None:
-  """xlnet_config.json + model.ckpt (tf.train.Checkpoint(model=...)) + spiece.model."""
+  """xlnet_config.json + model.ckpt (tf.train.Checkpoint(model=...)) + spiece.model;
+  refuses (NonFiniteError) a model with a NaN or infinite weight."""
+  finetuning.check_finite(model, directory)
   tf.io.gfile.makedirs(directory)
   model.config.to_json_file(os.path.join(directory, pretrained.CONFIG_FILE))
   tf.train.Checkpoint(model=model).write(os.path.join(directory, pretrained.CHECKPOINT_PREFIX))

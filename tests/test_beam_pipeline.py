@@ -53,7 +53,8 @@ def _no_launch(*args, **kwargs):
 @pytest.mark.parametrize("bad, error, message", [
     ("spiece", FileNotFoundError, r"--spiece_model: '.*missing\.model' does not exist"),
     ("glob", FileNotFoundError, r"--input_glob: no file matches '.*nothing\*'"),
-    ("output", ValueError, r"--output_dir: cannot write to '.*a_file/out'"),
+    ("output", NotADirectoryError,
+     r"--output_dir: .*a_file/out lies under .*a_file, which is a file"),
 ])
 def test_bad_input_fails_before_the_pipeline_launches(bad, error, message, spiece_model,
                                                       tmp_path, monkeypatch):

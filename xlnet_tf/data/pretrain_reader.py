@@ -74,12 +74,13 @@ def pretrain_dataset(path: str, batch_size: int,
   if settings["bi_data"] and batch_size % 2:
     raise ValueError(f"{path}: bi_data records need an even batch_size (forward and "
                      f"backward halves), got {batch_size}")
-  shards = pretrain_records.shard_paths(manifest)[pipeline_id::num_pipelines]
+  entries = manifest["shards"][pipeline_id::num_pipelines]
+  shards = [shard["path"] for shard in entries]
   if not shards:
     raise ValueError(f"{path}: {len(manifest['shards'])} shard(s) cannot feed "
                      f"{num_pipelines} input pipelines; make more shards (smaller "
                      f"--chunk_bytes) or use fewer hosts")
-  pretrain_records.check_shards_exist(shards, path)
+  pretrain_records.check_shards({"shards": entries}, path)        # missing or truncated
 
   order = replica_row_order(rows_per_step, settings["num_core_per_host"],
                             settings["bi_data"], replicas)

@@ -18,15 +18,19 @@ tokens that follow step t's reuse part (starting with step t's segment A).
 
 The parsing spec is `xlnet_tf.data.pretrain_reader.feature_spec`. The manifest
 (`manifest.json`, one per preprocessing task) records every setting, the
-SentencePiece model's checksum, the shards and their counts.
+SentencePiece model's checksum, the shards and their counts, sizes and CRC-32C checksums
+(`check_shards` compares the sizes, cheaply; `diagnose_shards` and
+`python -m data_prep.verify_records` read every byte). Manifests written before sizes
+and checksums were recorded still load; those checks are skipped for them.
 """
 
 import json
 import os
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from xlnet_tf.data import storage
 from xlnet_tf.data.tfrecord_writer import int64_example
+from xlnet_tf.data.tfrecord_writer import scan_tfrecord
 
 FORMAT = "xlnet_tf.pretraining.v1"
 MANIFEST_NAME = "manifest.json"
@@ -136,3 +140,87 @@ def check_shards_exist(paths: List[str], source: str) -> None:
   if missing:
     raise FileNotFoundError(f"{source}: {len(missing)} shard(s) listed in the manifest are "
                             f"missing, e.g. {missing[0]}")
+
+
+# ---- checking shards against the manifest ---------------------------------------------------
+
+def _verify_hint(shard: Mapping[str, Any]) -> str:
+  directory = os.path.dirname(shard["path"])
+  return (f"Recreate the records (`python -m data_prep.verify_records {directory}` checks "
+          f"every shard's checksum)")
+
+
+def check_shards(manifest: Mapping[str, Any], source: str) -> None:
+  """Checks that every shard of a loaded manifest exists with the size it records: cheap
+  (one stat per shard), and catches missing and truncated shards before any training.
+
+  Manifests written before sizes were recorded are checked for existence only.
+
+  Args:
+    manifest: from `load_manifest` (shards with their "path").
+    source: what to name in the message, e.g. "--train_data records/".
+  Raises:
+    FileNotFoundError: a shard is missing (naming it and how many are).
+    ValueError: a shard's size differs from the manifest's (naming it, both sizes).
+  """
+  shards = list(manifest["shards"])
+  check_shards_exist([shard["path"] for shard in shards], source)
+  wrong = []
+  for shard in shards:
+    expected = shard.get("size")
+    if expected is not None:
+      actual = storage.size(shard["path"])
+      if actual != expected:
+        wrong.append((shard, actual, expected))
+  if wrong:
+    shard, actual, expected = wrong[0]
+    raise ValueError(f"{source}: {len(wrong)} shard(s) differ in size from the manifest, e.g. "
+                     f"{shard['path']}: {_size_problem(actual, expected)}. "
+                     f"{_verify_hint(shard)}")
+
+
+def _size_problem(actual: int, expected: int) -> str:
+  kind = "truncated" if actual < expected else "longer than written"
+  return f"{actual} bytes, the manifest records {expected} ({kind})"
+
+
+Problem = Tuple[str, str, Optional[int]]
+
+
+def diagnose_shard(shard: Mapping[str, Any]) -> Optional[Problem]:
+  """Reads one shard (an entry of a loaded manifest's "shards") whole and checks it
+  against its entry: size, CRC-32C (when recorded), the TFRecord framing of every record,
+  and the number of records.
+
+  Returns:
+    None if the shard is sound, else (path, what is wrong, byte offset of the first bad or
+    truncated record or None when every record is well framed).
+  """
+  path = shard["path"]
+  if not storage.exists(path):
+    return path, "missing", None
+  try:
+    scan = scan_tfrecord(path)
+  except OSError as e:
+    return path, f"cannot be read ({e})", None
+  problems = []
+  if shard.get("size") is not None and scan.size != shard["size"]:
+    problems.append(_size_problem(scan.size, shard["size"]))
+  elif shard.get("crc32c") is not None and scan.crc32c != shard["crc32c"]:
+    problems.append(f"CRC-32C {scan.crc32c}, the manifest records {shard['crc32c']} "
+                    f"(the file changed after it was written)")
+  if scan.problem:
+    problems.append(f"{scan.problem}, after {scan.records} good record(s)")
+  elif shard.get("examples") is not None and scan.records != shard["examples"]:
+    problems.append(f"{scan.records} records, the manifest records {shard['examples']}")
+  if not problems:
+    return None
+  return path, "; ".join(problems), scan.bad_offset
+
+
+def diagnose_shards(manifest: Mapping[str, Any]) -> List[Problem]:
+  """`diagnose_shard` for every shard of a loaded manifest, in order (reads every byte:
+  for a read error, or `data_prep.verify_records`, which runs it in parallel). Returns
+  the problems, [] if every shard is sound."""
+  problems = (diagnose_shard(shard) for shard in manifest["shards"])
+  return [problem for problem in problems if problem is not None]

@@ -5,6 +5,7 @@ import tf_keras
 
 from xlnet_tf.layers.initializers import normal_initializer
 from xlnet_tf.layers.scoped_build import build_in_scope
+from xlnet_tf.layers.step_dropout import StepDropout
 
 # "gelu" is the tanh approximation the released checkpoints use (HF "gelu_new");
 # "gelu_exact" is the erf form (HF "gelu").
@@ -54,7 +55,7 @@ class PositionwiseFeedForward(tf_keras.layers.Layer):
     build_in_scope(self.layer_1, input_shape)
     build_in_scope(self.layer_2, list(input_shape[:-1]) + [self.inner_size])
     build_in_scope(self.layer_norm, input_shape)
-    self.dropout = tf_keras.layers.Dropout(self.dropout_rate)
+    self.dropout = StepDropout(self.dropout_rate)
     super().build(input_shape)
 
   def call(self, inputs, training=None):

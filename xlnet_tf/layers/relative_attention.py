@@ -22,6 +22,7 @@ import tf_keras
 from xlnet_tf import masks
 from xlnet_tf.layers.initializers import normal_initializer
 from xlnet_tf.layers.scoped_build import build_in_scope
+from xlnet_tf.layers.step_dropout import StepDropout
 
 
 def rel_shift(scores: tf.Tensor, klen) -> tf.Tensor:
@@ -105,8 +106,8 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="LayerNorm")
     build_in_scope(self.layer_norm, input_shape)
-    self.attention_dropout = tf_keras.layers.Dropout(self.attention_dropout_rate)
-    self.output_dropout = tf_keras.layers.Dropout(self.dropout_rate)
+    self.attention_dropout = StepDropout(self.attention_dropout_rate)
+    self.output_dropout = StepDropout(self.dropout_rate)
     super().build(input_shape)
 
   def call(self, content, query=None, *, position_encoding, r_w_bias, r_r_bias,

@@ -11,6 +11,7 @@ import tf_keras
 from xlnet_tf import masks
 from xlnet_tf.layers.initializers import normal_initializer
 from xlnet_tf.layers.scoped_build import build_in_scope
+from xlnet_tf.layers.step_dropout import StepDropout
 
 SUMMARY_TYPES = ("last", "first", "mean", "attn")
 
@@ -63,7 +64,7 @@ class SequenceSummary(tf_keras.layers.Layer):
                                            kernel_initializer=init(),
                                            dtype=self.dtype_policy, name="summary")
       build_in_scope(self.summary, [None, d_model])
-    self.dropout = tf_keras.layers.Dropout(self.dropout_rate)
+    self.dropout = StepDropout(self.dropout_rate)
     super().build(input_shape)
 
   def call(self, hidden, input_mask=None, training=None):

@@ -19,6 +19,7 @@ import tensorflow as tf
 import tf_keras
 
 from xlnet_tf.layers.initializers import normal_initializer
+from xlnet_tf.layers.step_dropout import StepDropout
 from xlnet_tf.masks import large_negative
 
 
@@ -62,7 +63,7 @@ class SquadHead(tf_keras.layers.Layer):
     self.end_dense_1 = dense(1, "end_logits/dense_1")
     self.class_dense_0 = dense(hidden_size, "answer_class/dense_0", activation="tanh")
     self.class_dense_1 = dense(1, "answer_class/dense_1", use_bias=False)
-    self.dropout = tf_keras.layers.Dropout(dropout_rate)
+    self.dropout = StepDropout(dropout_rate)
 
   def build(self, input_shape=None):
     d = self.hidden_size

@@ -11,6 +11,7 @@ from xlnet_tf.layers.initializers import normal_initializer
 from xlnet_tf.layers.positional_encoding import RelativePositionalEncoding
 from xlnet_tf.layers.two_stream_block import TwoStreamBlock
 from xlnet_tf.layers.scoped_build import build_in_scope
+from xlnet_tf.layers.step_dropout import StepDropout
 
 
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
@@ -62,7 +63,7 @@ class XLNetEncoder(tf_keras.layers.Layer):
                        initializer_range=c.initializer_range, dtype=self.dtype_policy,
                        name=f"layer_{i}")
         for i in range(c.n_layer)]
-    self.dropout = tf_keras.layers.Dropout(c.dropout)
+    self.dropout = StepDropout(c.dropout)
 
   def build(self, input_shape=None):
     c = self.config

@@ -16,13 +16,17 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from xlnet_tf.layers.step_dropout import step_seed
+from xlnet_tf.layers.step_dropout import training_seed
+
 
 def train_on_arrays(model, optimizer, arrays: Dict[str, np.ndarray], batch_size: int,
                     steps: int, loss_fn: Callable, clip_norm: float = 1.0, seed: int = 0,
                     strategy: Optional[tf.distribute.Strategy] = None) -> List[float]:
   """`steps` updates on shuffled, repeated global batches of `batch_size`;
   `loss_fn(model, batch)` is the mean loss of a (replica's) batch, in training mode.
-  Weights the loss does not reach get zero gradients. Returns every step's loss."""
+  Weights the loss does not reach get zero gradients; dropout masks are drawn from (seed,
+  step, replica). Returns every step's loss."""
   strategy = strategy or tf.distribute.get_strategy()
   size = len(next(iter(arrays.values())))
   dataset = (tf.data.Dataset.from_tensor_slices(arrays).shuffle(size, seed=seed)
@@ -32,7 +36,8 @@ def train_on_arrays(model, optimizer, arrays: Dict[str, np.ndarray], batch_size:
     context = tf.distribute.get_replica_context()
     count = tf.cast(tf.shape(next(iter(batch.values())))[0], tf.float32)
     total = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
-    with tf.GradientTape() as tape:
+    seed_now = step_seed(seed, optimizer.iterations, context.replica_id_in_sync_group)
+    with tf.GradientTape() as tape, training_seed(seed_now):
       loss = loss_fn(model, batch) * count / total     # this replica's share of the mean
     variables = model.trainable_variables
     grads = tape.gradient(loss, variables,

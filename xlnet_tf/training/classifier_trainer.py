@@ -4,10 +4,12 @@ A step takes `grad_accum_steps` micro-batches per replica, sums their gradients,
 applies one update whose gradient is that of the mean loss over every example of the k
 micro-batches of every replica: the same update as one step on the k-times larger batch.
 Loss: cross-entropy (classification) or squared error (regression), mean over examples.
+Dropout masks are drawn from (seed, step, replica, micro-batch) (`step_dropout`), so a
+resumed run takes exactly the steps of an uninterrupted one.
 """
 
 import time
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 from absl import logging
 import numpy as np
@@ -15,7 +17,10 @@ import orbit
 import tensorflow as tf
 import tf_keras
 
+from xlnet_tf.layers.step_dropout import step_seed
+from xlnet_tf.layers.step_dropout import training_seed
 from xlnet_tf.training import optimization
+from xlnet_tf.training.checkpointing import NonFiniteError
 
 MODEL_INPUTS = ("input_ids", "segment_ids", "input_mask")
 
@@ -38,12 +43,15 @@ class ClassifierTrainer(orbit.StandardTrainer):
     is_regression: squared-error loss on `score` instead of cross-entropy.
     grad_accum_steps: micro-batches per update (k).
     clip_norm: clipping by global norm of the summed gradient.
+    seed: the run's seed; dropout masks are drawn from (seed, step, replica, micro-batch).
+    last_checkpoint: returns the newest checkpoint (named when training stops on a NaN).
   """
 
   def __init__(self, strategy: tf.distribute.Strategy, model: tf_keras.Model,
                optimizer: tf_keras.optimizers.Optimizer, dataset, is_regression: bool,
                grad_accum_steps: int = 1, clip_norm: float = 1.0,
-               total_steps: Optional[int] = None):
+               total_steps: Optional[int] = None, seed: int = 0,
+               last_checkpoint: Optional[Callable[[], Optional[str]]] = None):
     if grad_accum_steps < 1:
       raise ValueError(f"grad_accum_steps must be >= 1, got {grad_accum_steps}")
     self.strategy = strategy
@@ -53,9 +61,12 @@ class ClassifierTrainer(orbit.StandardTrainer):
     self.grad_accum_steps = grad_accum_steps
     self.clip_norm = clip_norm
     self.total_steps = total_steps
+    self.seed = seed
+    self.last_checkpoint = last_checkpoint or (lambda: None)
     self.loss_scaled = isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
     with strategy.scope():
       self.loss_metric = tf_keras.metrics.Mean("loss", dtype=tf.float32)
+      self.grad_norm_metric = tf_keras.metrics.Mean("grad_norm", dtype=tf.float32)
     self._loop_start = None
     super().__init__(dataset, options=orbit.StandardTrainerOptions(use_tf_while_loop=True))
 
@@ -65,6 +76,7 @@ class ClassifierTrainer(orbit.StandardTrainer):
 
   def train_loop_begin(self):
     self.loss_metric.reset_states()
+    self.grad_norm_metric.reset_states()
     self._loop_start = (time.time(), int(self.global_step.numpy()))
 
   def train_step(self, iterator):
@@ -78,8 +90,10 @@ class ClassifierTrainer(orbit.StandardTrainer):
     global_count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
     scale = self.optimizer.loss_scale if self.loss_scaled else tf.constant(1.0)
     summed, loss_sum = None, 0.0
-    for batch in micro_batches:
-      with tf.GradientTape() as tape:
+    for index, batch in enumerate(micro_batches):
+      seed = step_seed(self.seed, self.optimizer.iterations, context.replica_id_in_sync_group,
+                       index)
+      with tf.GradientTape() as tape, training_seed(seed):
         outputs = self.model({k: batch[k] for k in MODEL_INPUTS}, training=True)
         batch_loss = tf.reduce_sum(example_losses(outputs, batch["label_id"],
                                                   self.is_regression))
@@ -92,7 +106,8 @@ class ClassifierTrainer(orbit.StandardTrainer):
       loss_sum += batch_loss
     grads = context.all_reduce(tf.distribute.ReduceOp.SUM,
                                [g / (global_count * scale) for g in summed])
-    grads, _ = tf.clip_by_global_norm(grads, self.clip_norm)
+    grads, grad_norm = tf.clip_by_global_norm(grads, self.clip_norm)
+    self.grad_norm_metric.update_state(grad_norm)
     self.optimizer.apply_gradients(zip(grads, [variables[i] for i in used]),
                                    experimental_aggregate_gradients=False)
     self.loss_metric.update_state(
@@ -100,15 +115,22 @@ class ClassifierTrainer(orbit.StandardTrainer):
 
   def train_loop_end(self) -> Dict[str, float]:
     loss = float(self.loss_metric.result().numpy())
-    if not np.isfinite(loss):
-      raise FloatingPointError(f"the fine-tuning loss became {loss} before step "
-                               f"{int(self.global_step.numpy())}")
+    grad_norm = float(self.grad_norm_metric.result().numpy())
+    # With loss scaling (float16) an overflowing step is skipped by the optimizer: normal.
+    if not (np.isfinite(loss) and (self.loss_scaled or np.isfinite(grad_norm))):
+      what = f"the loss became {loss}" if not np.isfinite(loss) else (
+          f"the gradient norm became {grad_norm} (loss {loss:.4f})")
+      raise NonFiniteError(
+          f"fine-tuning: {what} in the steps before step {int(self.global_step.numpy())}; "
+          f"training stopped without writing a checkpoint. The last good checkpoint is "
+          f"{self.last_checkpoint() or 'none (none was written yet)'}. Lower "
+          f"--learning_rate or raise --warmup_steps")
     start, start_step = self._loop_start
     steps = int(self.global_step.numpy()) - start_step
     seconds = max(time.time() - start, 1e-9)
     logging.info("step %d | loss %.4f | %.2f steps/s", int(self.global_step.numpy()), loss,
                  steps / seconds)
-    return {"loss": loss, "learning_rate": optimization.current_learning_rate(self.optimizer),
+    return {"loss": loss, "grad_norm": grad_norm, "learning_rate": optimization.current_learning_rate(self.optimizer),
             "steps_per_sec": steps / seconds}
 
 

@@ -11,6 +11,7 @@ import os
 import shutil
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from absl import logging
 import orbit
 import tensorflow as tf
 import tf_keras
@@ -20,8 +21,14 @@ from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.models.xlnet_classifier import XLNetClassifier
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.training import optimization
+from xlnet_tf.training import run_directory
+from xlnet_tf.training.checkpointing import GuardedCheckpointManager
+from xlnet_tf.training.checkpointing import loop_steps
+from xlnet_tf.training.checkpointing import non_finite_variables
+from xlnet_tf.training.checkpointing import NonFiniteError
 from xlnet_tf.training.classifier_trainer import ClassifierTrainer
 from xlnet_tf.training.pretraining import PRECISIONS
+from xlnet_tf.training.pretraining import check_loop_settings
 
 CLASSIFIER_FILE = "classifier.json"
 
@@ -59,6 +66,40 @@ class FinetuneOptions:
   precision: str = "float32"
   init_checkpoint: Optional[str] = None
   seed: int = 0
+  stop_at_step: Optional[int] = None     # stop (and checkpoint) early; the schedule stays
+
+  # What may change between the runs of one model directory: it does not change the numbers.
+  NOT_RUN_SETTINGS = ("model_dir", "steps_per_loop", "save_steps", "max_checkpoints",
+                      "stop_at_step")
+
+  def __post_init__(self):
+    """Refuses impossible values (naming the flag) before anything is built."""
+    optimization.check_settings(
+        self.learning_rate, self.train_steps, self.warmup_steps,
+        weight_decay=self.weight_decay, adam_epsilon=self.adam_epsilon, clip=self.clip_norm,
+        lr_layer_decay_rate=self.lr_layer_decay_rate)
+    check_loop_settings(self.steps_per_loop, self.save_steps, self.max_checkpoints,
+                        self.stop_at_step)
+    if self.grad_accum_steps < 1:
+      raise ValueError(f"--grad_accum_steps must be >= 1, got {self.grad_accum_steps}")
+    if self.precision not in PRECISIONS:
+      raise ValueError(f"--precision must be one of {sorted(PRECISIONS)}, got "
+                       f"{self.precision!r}")
+
+  def run_settings(self) -> Dict[str, Any]:
+    return {k: v for k, v in dataclasses.asdict(self).items()
+            if k not in self.NOT_RUN_SETTINGS}
+
+
+def open_run(config: XLNetConfig, options: FinetuneOptions,
+             run_settings: Optional[Dict[str, Any]] = None):
+  """Checks, locks and claims `options.model_dir` (`run_directory.open_run`) for a
+  fine-tuning run defined by the config, the options and `run_settings` (task, data, batch
+  size); returns the lock. Call it before building anything."""
+  return run_directory.open_run(
+      options.model_dir, "fine-tuning",
+      {"config": config.to_dict(), "options": options.run_settings(), **(run_settings or {})},
+      has_results=lambda: tf.train.latest_checkpoint(options.model_dir))
 
 
 def finetune_config(config: XLNetConfig, dropout: float = 0.1,
@@ -90,36 +131,69 @@ def build_for_training(strategy, config: XLNetConfig, spec: ClassifierSpec,
 
 
 def train_classifier(strategy: tf.distribute.Strategy, model: XLNetClassifier, optimizer,
-                     dataset_fn: Callable, options: FinetuneOptions) -> Dict[str, Any]:
-  """Trains to `train_steps` (resuming from `model_dir`); returns {"step", "losses"}.
+                     dataset_fn: Callable, options: FinetuneOptions,
+                     run_settings: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+  """Trains to `train_steps` (resuming from `model_dir`); returns {"step", "losses",
+  "start_step"}.
 
   `dataset_fn(input_context)` returns per-replica MICRO-batches (the batch of one step
-  divided by replicas and by `grad_accum_steps`).
+  divided by replicas and by `grad_accum_steps`), the same sequence in every run (a fixed
+  shuffling seed): a resumed run skips the micro-batches of the steps already taken.
+  `run_settings` (task, data, batch size) join the config and the options as what defines
+  the run in `model_dir` (see `open_run`).
   """
-  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
-  manager = tf.train.CheckpointManager(
-      checkpoint, options.model_dir, max_to_keep=options.max_checkpoints,
-      step_counter=optimizer.iterations, checkpoint_interval=options.save_steps)
-  dataset = strategy.distribute_datasets_from_function(dataset_fn)
-  trainer = ClassifierTrainer(strategy, model, optimizer, dataset,
-                              is_regression=model.is_regression,
-                              grad_accum_steps=options.grad_accum_steps,
-                              clip_norm=options.clip_norm, total_steps=options.train_steps)
-  losses: List[float] = []
-  controller = orbit.Controller(
-      global_step=optimizer.iterations, trainer=trainer, strategy=strategy,
-      steps_per_loop=options.steps_per_loop, checkpoint_manager=manager,
-      summary_dir=os.path.join(options.model_dir, "train"),
-      summary_interval=options.steps_per_loop,
-      train_actions=[lambda output: losses.append(float(output["loss"]))])
-  if int(optimizer.iterations.numpy()) < options.train_steps:
-    controller.train(options.train_steps)
-  return {"step": int(optimizer.iterations.numpy()), "losses": losses}
+  lock = open_run(model.config, options, run_settings)
+  try:
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    manager = GuardedCheckpointManager(
+        checkpoint, options.model_dir, max_to_keep=options.max_checkpoints,
+        step_counter=optimizer.iterations, save_steps=options.save_steps,
+        variables=lambda: model.variables + optimizer.variables())
+    restored = manager.restore_or_initialize()
+    start_step = int(optimizer.iterations.numpy())
+    if restored:
+      logging.info("resuming from %s at step %d", restored, start_step)
+    skip = start_step * options.grad_accum_steps
+    dataset = strategy.distribute_datasets_from_function(
+        lambda ctx: dataset_fn(ctx).skip(skip))
+    trainer = ClassifierTrainer(strategy, model, optimizer, dataset,
+                                is_regression=model.is_regression,
+                                grad_accum_steps=options.grad_accum_steps,
+                                clip_norm=options.clip_norm, total_steps=options.train_steps,
+                                seed=options.seed,
+                                last_checkpoint=lambda: manager.latest_checkpoint)
+    losses: List[float] = []
+    controller = orbit.Controller(
+        global_step=optimizer.iterations, trainer=trainer, strategy=strategy,
+        steps_per_loop=loop_steps(options.steps_per_loop, options.save_steps),
+        checkpoint_manager=manager, summary_dir=os.path.join(options.model_dir, "train"),
+        summary_interval=None,
+        train_actions=[lambda output: losses.append(float(output["loss"]))])
+    stop = min(options.stop_at_step or options.train_steps, options.train_steps)
+    if start_step < stop:
+      controller.train(stop)
+    else:
+      logging.info("%s: already trained to step %d of %d", options.model_dir, start_step,
+                   options.train_steps)
+    return {"step": int(optimizer.iterations.numpy()), "losses": losses,
+            "start_step": start_step}
+  finally:
+    lock.release()
+
+
+def check_finite(model, what: str) -> None:
+  """Raises `NonFiniteError` before a model with a NaN/infinite weight is saved."""
+  bad = non_finite_variables(model.variables)
+  if bad:
+    raise NonFiniteError(f"{what}: {len(bad)} weight(s) hold NaN or infinite values (e.g. "
+                         f"{', '.join(bad[:3])}); nothing was written")
 
 
 def save_classifier(model: XLNetClassifier, spec: ClassifierSpec, directory: str,
                     spiece_model: Optional[str]) -> None:
-  """Writes the fine-tuned model directory (see the module docstring)."""
+  """Writes the fine-tuned model directory (see the module docstring); refuses
+  non-finite weights."""
+  check_finite(model, directory)
   tf.io.gfile.makedirs(directory)
   model.config.to_json_file(os.path.join(directory, pretrained.CONFIG_FILE))
   with tf.io.gfile.GFile(os.path.join(directory, CLASSIFIER_FILE), "w") as f:

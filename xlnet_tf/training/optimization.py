@@ -10,6 +10,7 @@ does by accident; they are included by name first.) Gradients are clipped by glo
 by the training loop, after the cross-replica sum, so the optimizer's own clipping is off.
 """
 
+import numbers
 import re
 from typing import Any, Dict, Optional
 
@@ -28,6 +29,38 @@ def uses_weight_decay(variable_name: str) -> bool:
   if any(re.search(p, variable_name) for p in DECAY_INCLUDE):
     return True
   return not any(re.search(p, variable_name) for p in DECAY_EXCLUDE)
+
+
+def check_settings(learning_rate: float, train_steps: int, warmup_steps: int = 0,
+                   weight_decay: float = 0.0, adam_epsilon: float = 1e-6,
+                   min_lr_ratio: float = 0.0, clip: float = 1.0,
+                   lr_layer_decay_rate: float = 1.0, beta_1: float = 0.9,
+                   beta_2: float = 0.999) -> None:
+  """Raises ValueError naming every impossible optimizer setting (by its flag), before
+  anything is built: a learning rate <= 0 would train by gradient ascent or not at all."""
+  problems = []
+
+  def need(ok, flag, value, expected):
+    if not ok:
+      problems.append(f"--{flag} must be {expected}, got {value!r}")
+
+  finite = lambda x: isinstance(x, numbers.Real) and bool(np.isfinite(x))
+  need(finite(learning_rate) and learning_rate > 0, "learning_rate", learning_rate, "> 0")
+  need(isinstance(train_steps, numbers.Integral) and train_steps >= 1, "train_steps",
+       train_steps, ">= 1")
+  need(isinstance(warmup_steps, numbers.Integral)
+       and 0 <= warmup_steps < max(train_steps, 1), "warmup_steps", warmup_steps, f">= 0 and < --train_steps ({train_steps})")
+  need(finite(weight_decay) and weight_decay >= 0, "weight_decay", weight_decay, ">= 0")
+  need(finite(adam_epsilon) and adam_epsilon > 0, "adam_epsilon", adam_epsilon, "> 0")
+  need(finite(min_lr_ratio) and 0 <= min_lr_ratio <= 1, "min_lr_ratio", min_lr_ratio,
+       "in [0, 1]")
+  need(finite(clip) and clip > 0, "clip", clip, "> 0 (the global-norm clipping threshold)")
+  need(finite(lr_layer_decay_rate) and lr_layer_decay_rate > 0, "lr_layer_decay_rate",
+       lr_layer_decay_rate, "> 0")
+  for name, beta in (("beta_1", beta_1), ("beta_2", beta_2)):
+    need(finite(beta) and 0 <= beta < 1, name, beta, "in [0, 1)")
+  if problems:
+    raise ValueError("; ".join(problems))
 
 
 def current_learning_rate(optimizer) -> float:
@@ -55,9 +88,9 @@ def build_optimizer(learning_rate: float, train_steps: int, warmup_steps: int,
   """AdamWeightDecay with the schedule above; with `lr_multipliers` (see
   `layerwise_lr_multipliers`) the layer-wise variant; wrapped for loss scaling if
   `loss_scale`."""
-  if train_steps <= warmup_steps:
-    raise ValueError(f"train_steps ({train_steps}) must be larger than warmup_steps "
-                     f"({warmup_steps})")
+  check_settings(learning_rate, train_steps, warmup_steps, weight_decay=weight_decay,
+                 adam_epsilon=adam_epsilon, min_lr_ratio=min_lr_ratio, beta_1=beta_1,
+                 beta_2=beta_2)
   factory = _factory(learning_rate, train_steps, warmup_steps, min_lr_ratio, weight_decay,
                      adam_epsilon, beta_1, beta_2)
   schedule = factory.build_learning_rate()

@@ -5,11 +5,13 @@ stream), run the model on the batch with them, take the cross-entropy over the r
 targets divided by the number of real targets of the GLOBAL batch, sum the gradients over
 replicas, clip them by global norm, apply AdamW, store the new memories. `steps_per_loop`
 steps run in one `tf.function` (orbit's while loop); after each loop the host checks the
-loss, logs and copies the memories to the checkpointed host variable.
+loss and the gradient norm, logs and copies the memories to the checkpointed host variable.
+Dropout draws its masks from (seed, global step, replica) (`step_dropout`), so a resumed
+run takes exactly the steps of an uninterrupted one.
 """
 
 import time
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 from absl import logging
 import numpy as np
@@ -17,15 +19,18 @@ import orbit
 import tensorflow as tf
 import tf_keras
 
+from xlnet_tf.layers.step_dropout import step_seed
+from xlnet_tf.layers.step_dropout import training_seed
 from xlnet_tf.models.losses import target_cross_entropy
 from xlnet_tf.training import optimization
+from xlnet_tf.training.checkpointing import NonFiniteError
 from xlnet_tf.training.memory import ReplicaMemories
 
 MODEL_INPUTS = ("input_ids", "segment_ids", "input_mask", "perm_mask", "target_mapping")
 
 
-class NonFiniteLossError(FloatingPointError):
-  """Training produced a NaN or infinite loss."""
+class NonFiniteLossError(NonFiniteError):
+  """Training produced a NaN or infinite loss or gradient norm."""
 
 
 class PretrainTrainer(orbit.StandardTrainer):
@@ -40,14 +45,19 @@ class PretrainTrainer(orbit.StandardTrainer):
     clip_norm: gradient clipping by global norm (after the cross-replica sum).
     total_steps: for the ETA in the log line.
     jit_compile: compile the forward and backward pass with XLA.
+    seed: the run's seed; dropout masks are drawn from (seed, step, replica).
+    last_checkpoint: returns the newest checkpoint (named when training stops on a NaN).
   """
 
   def __init__(self, strategy: tf.distribute.Strategy, model: tf_keras.Model,
                optimizer: tf_keras.optimizers.Optimizer, dataset,
                memories: Optional[ReplicaMemories], tokens_per_step: int,
                clip_norm: float = 1.0, total_steps: Optional[int] = None,
-               jit_compile: bool = False):
+               jit_compile: bool = False, seed: int = 0,
+               last_checkpoint: Optional[Callable[[], Optional[str]]] = None):
     self.strategy = strategy
+    self.seed = seed
+    self.last_checkpoint = last_checkpoint or (lambda: None)
     self.model = model
     self.optimizer = optimizer
     self.memories = memories
@@ -83,8 +93,9 @@ class PretrainTrainer(orbit.StandardTrainer):
     if self.memories is not None:
       inputs["mems"] = self.memories.read(keep=batch["stream_step"] > 0)
     scale = self.optimizer.loss_scale if self.loss_scaled else tf.constant(1.0)
+    seed = step_seed(self.seed, self.optimizer.iterations, context.replica_id_in_sync_group)
     loss_sum, count, grads, new_mems = self._forward_backward(
-        inputs, batch["target"], batch["target_mask"], scale)
+        inputs, batch["target"], batch["target_mask"], scale, seed)
     # Mean over the real targets of the GLOBAL batch: sum, then divide by the global count.
     global_count = tf.maximum(context.all_reduce(tf.distribute.ReduceOp.SUM, count), 1.0)
     grads = context.all_reduce(tf.distribute.ReduceOp.SUM,
@@ -98,10 +109,10 @@ class PretrainTrainer(orbit.StandardTrainer):
     self.loss_metric.update_state(loss)
     self.grad_norm_metric.update_state(grad_norm)
 
-  def _forward_backward(self, inputs, target, target_mask, scale):
+  def _forward_backward(self, inputs, target, target_mask, scale, seed):
     """Loss sum, target count, gradients of (loss sum x scale), new memories: no
     cross-replica communication, so it can be compiled with XLA (`jit_compile`)."""
-    with tf.GradientTape() as tape:
+    with tf.GradientTape() as tape, training_seed(seed):
       outputs = self.model(inputs, training=True)
       loss_sum, count = target_cross_entropy(outputs["logits"], target, target_mask)
       scaled = loss_sum * tf.cast(scale, loss_sum.dtype)
@@ -112,17 +123,23 @@ class PretrainTrainer(orbit.StandardTrainer):
 
   def train_loop_end(self) -> Dict[str, float]:
     loss = float(self.loss_metric.result().numpy())
+    grad_norm = float(self.grad_norm_metric.result().numpy())
     step = int(self.global_step.numpy())
-    if not np.isfinite(loss):
+    # With loss scaling (float16) an overflowing step is skipped by the optimizer: normal.
+    if not (np.isfinite(loss) and (self.loss_scaled or np.isfinite(grad_norm))):
+      what = f"the loss became {loss}" if not np.isfinite(loss) else (
+          f"the gradient norm became {grad_norm} (loss {loss:.4f})")
       raise NonFiniteLossError(
-          f"the loss became {loss} in the steps before step {step}; training stopped and "
-          f"the last checkpoint (before this loop) was left as it was. Lower "
-          f"--learning_rate, check the data, or use --precision=float32")
+          f"{what} in the steps before step {step}; training stopped without writing a "
+          f"checkpoint. The last good checkpoint is "
+          f"{self.last_checkpoint() or 'none (none was written yet)'}. Lower "
+          f"--learning_rate, raise --warmup_steps, check the data, or use "
+          f"--precision=float32")
     if self.memories is not None:
       self.memories.to_host()
     seconds = max(time.time() - self._loop_start, 1e-9)
     steps = step - self._loop_start_step
-    outputs = {"loss": loss, "grad_norm": float(self.grad_norm_metric.result().numpy()),
+    outputs = {"loss": loss, "grad_norm": grad_norm,
                "learning_rate": optimization.current_learning_rate(self.optimizer),
                "tokens_per_sec": self.tokens_per_step * steps / seconds}
     eta = ""

@@ -17,6 +17,8 @@ checkpoint, take part in every save (saving is collective) into a private
 """
 
 import dataclasses
+import hashlib
+import json
 import os
 from typing import Any, Dict, List, Optional
 
@@ -25,6 +27,7 @@ import orbit
 import tensorflow as tf
 import tf_keras
 
+from xlnet_tf import paths
 from xlnet_tf import pretrained
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import pretrain_dataset
@@ -32,6 +35,9 @@ from xlnet_tf.data.pretrain_reader import OBJECTIVES
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.training import optimization
+from xlnet_tf.training import run_directory
+from xlnet_tf.training.checkpointing import GuardedCheckpointManager
+from xlnet_tf.training.checkpointing import loop_steps
 from xlnet_tf.training.memory import ReplicaMemories
 from xlnet_tf.training.memory import local_replica_count
 from xlnet_tf.training.pretrain_trainer import PretrainTrainer
@@ -62,14 +68,61 @@ class PretrainOptions:
   stop_at_step: Optional[int] = None     # stop (and checkpoint) early; the schedule stays
   objective: str = "plm"                 # or "mlm": the masked-LM baseline (ablations)
 
+  # What may change between the runs of one model directory: it does not change the numbers.
+  NOT_RUN_SETTINGS = ("model_dir", "steps_per_loop", "save_steps", "max_checkpoints",
+                      "export_dir", "stop_at_step")
+
+  def __post_init__(self):
+    """Refuses impossible values (naming the flag) before anything is built."""
+    optimization.check_settings(
+        self.learning_rate, self.train_steps, self.warmup_steps,
+        weight_decay=self.weight_decay, adam_epsilon=self.adam_epsilon,
+        min_lr_ratio=self.min_lr_ratio, clip=self.clip_norm)
+    check_loop_settings(self.steps_per_loop, self.save_steps, self.max_checkpoints,
+                        self.stop_at_step)
+    if self.precision not in PRECISIONS:
+      raise ValueError(f"--precision must be one of {sorted(PRECISIONS)}, got "
+                       f"{self.precision!r}")
+    if self.objective not in OBJECTIVES:
+      raise ValueError(f"--objective must be one of {OBJECTIVES}, got {self.objective!r}")
+
+  def run_settings(self) -> Dict[str, Any]:
+    return {k: v for k, v in dataclasses.asdict(self).items()
+            if k not in self.NOT_RUN_SETTINGS}
+
+
+class CorruptRecordsError(ValueError):
+  """A record shard cannot be read (truncated or corrupt)."""
+
+
+def check_loop_settings(steps_per_loop: int, save_steps: int, max_checkpoints: int,
+                        stop_at_step: Optional[int] = None) -> None:
+  """Raises ValueError (naming the flag) for loop settings below 1."""
+  for flag, value in (("steps_per_loop", steps_per_loop), ("save_steps", save_steps),
+                      ("max_checkpoints", max_checkpoints)):
+    if value < 1:
+      raise ValueError(f"--{flag} must be >= 1, got {value}")
+  if stop_at_step is not None and stop_at_step < 1:
+    raise ValueError(f"--stop_at_step must be >= 1, got {stop_at_step}")
+
+
+def data_settings(manifest: Dict[str, Any]) -> Dict[str, Any]:
+  """What identifies the records of a run (not where they are): their settings, the
+  SentencePiece model and the shards (names, sizes, examples), hashed."""
+  shards = [{k: shard.get(k) for k in ("file", "examples", "size", "crc32c")}
+            for shard in manifest["shards"]]
+  digest = hashlib.sha256(json.dumps(shards, sort_keys=True).encode()).hexdigest()[:16]
+  return {"settings": manifest["settings"], "spiece_sha256": manifest["spiece"]["sha256"],
+          "examples": manifest["counts"].get("examples"), "shards_sha256": digest}
+
 
 def check_data(data_path: str) -> Dict[str, Any]:
-  """The manifest, after checking every shard it lists is there (before any model work)."""
+  """The manifest, after checking every shard it lists is there with the size it records
+  (cheap; catches truncation) before any model work."""
   manifest = pretrain_records.load_manifest(data_path)
   if not manifest["shards"] or manifest["counts"].get("examples", 0) == 0:
     raise ValueError(f"--train_data {data_path}: the manifest lists no examples")
-  pretrain_records.check_shards_exist(pretrain_records.shard_paths(manifest),
-                                      f"--train_data {data_path}")
+  pretrain_records.check_shards(manifest, f"--train_data {data_path}")
   return manifest
 
 
@@ -83,11 +136,6 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
   """
   manifest = manifest or check_data(data_path)
   settings = manifest["settings"]
-  if options.precision not in PRECISIONS:
-    raise ValueError(f"--precision must be one of {sorted(PRECISIONS)}, got "
-                     f"{options.precision!r}")
-  if options.objective not in OBJECTIVES:
-    raise ValueError(f"--objective must be one of {OBJECTIVES}, got {options.objective!r}")
   if settings["bi_data"] != config.bi_data or settings["reuse_len"] != config.reuse_len:
     raise ValueError(f"the model config says bi_data={config.bi_data}, reuse_len="
                      f"{config.reuse_len}; the records were made with bi_data="
@@ -109,6 +157,27 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
                      f"({rows_per_step}) streams evenly; recreate the records with a multiple")
   batch_size = rows_per_step // local_replicas                       # per replica
 
+  write_dir = _writing_dir(strategy, options.model_dir)
+  paths.check_output_dir(options.export_dir, "--export_dir")
+  lock = None
+  if write_dir == options.model_dir:          # the chief owns model_dir: lock and claim it
+    lock = run_directory.open_run(
+        options.model_dir, "pretraining",
+        {"config": config.to_dict(), "options": options.run_settings(),
+         "data": data_settings(manifest), "replicas": strategy.num_replicas_in_sync},
+        has_results=lambda: tf.train.latest_checkpoint(options.model_dir))
+
+  try:
+    return _train(strategy, config, data_path, options, manifest, write_dir, batch_size,
+                  rows_per_step * num_pipelines * settings["seq_len"])
+  finally:
+    if lock is not None:
+      lock.release()
+
+
+def _train(strategy, config, data_path, options, manifest, write_dir, batch_size,
+           tokens_per_step):
+  """Builds, restores and trains (the directory is claimed)."""
   with strategy.scope():
     model = build_pretrainer(config, options.objective)
     optimizer = optimization.build_optimizer(
@@ -122,12 +191,13 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
 
   checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
                                    **({"memories": memories} if memories else {}))
-  write_dir = _writing_dir(strategy, options.model_dir)
   if write_dir != options.model_dir and tf.io.gfile.exists(write_dir):
     tf.io.gfile.rmtree(write_dir)                   # a previous run's: never restored from
-  manager = tf.train.CheckpointManager(
+  manager = GuardedCheckpointManager(
       checkpoint, write_dir, max_to_keep=options.max_checkpoints,
-      step_counter=optimizer.iterations, checkpoint_interval=options.save_steps)
+      step_counter=optimizer.iterations, save_steps=options.save_steps,
+      variables=lambda: (model.variables + optimizer.variables() +
+                         ([memories.saved] if memories else [])))
   restored = tf.train.latest_checkpoint(options.model_dir)     # the chief's, on every worker
   if restored:
     checkpoint.restore(restored)
@@ -146,20 +216,24 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
   dataset = strategy.distribute_datasets_from_function(dataset_fn)
   trainer = PretrainTrainer(
       strategy, model, optimizer, dataset, memories,
-      tokens_per_step=rows_per_step * num_pipelines * settings["seq_len"],
+      tokens_per_step=tokens_per_step,
       clip_norm=options.clip_norm, total_steps=options.train_steps,
-      jit_compile=options.jit_compile)
+      jit_compile=options.jit_compile, seed=options.seed,
+      last_checkpoint=lambda: manager.latest_checkpoint)
 
   losses: List[float] = []
   controller = orbit.Controller(
       global_step=optimizer.iterations, trainer=trainer, strategy=strategy,
-      steps_per_loop=options.steps_per_loop, checkpoint_manager=manager,
-      summary_dir=os.path.join(write_dir, "train"),
-      summary_interval=options.steps_per_loop,
+      steps_per_loop=loop_steps(options.steps_per_loop, options.save_steps),
+      checkpoint_manager=manager, summary_dir=os.path.join(write_dir, "train"),
+      summary_interval=None,                     # every loop
       train_actions=[lambda output: losses.append(float(output["loss"]))])
   stop = min(options.stop_at_step or options.train_steps, options.train_steps)
   if start_step < stop:
-    controller.train(stop)
+    try:
+      controller.train(stop)
+    except tf.errors.DataLossError as e:
+      raise _corrupt_data_error(manifest, data_path, e) from None
 
   export_dir = options.export_dir or os.path.join(options.model_dir, "export")
   spiece = manifest["spiece"]["path"]
@@ -170,6 +244,18 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
     tf.io.gfile.rmtree(write_dir)
   return {"step": int(optimizer.iterations.numpy()), "losses": losses,
           "export_dir": export_dir, "start_step": start_step}
+
+
+def _corrupt_data_error(manifest, data_path: str, error) -> Exception:
+  """tf.data's DataLossError names no file: find the bad shard(s) and record offsets."""
+  problems = pretrain_records.diagnose_shards(manifest)
+  found = "; ".join(f"{path}: {problem}" + (f" (record at byte {offset})"
+                                            if offset is not None else "")
+                    for path, problem, offset in problems[:5])
+  return CorruptRecordsError(
+      f"--train_data {data_path}: reading the records failed ({error.message.strip()}). "
+      + (f"Bad shard(s): {found}" if problems else "No shard differs from its manifest entry")
+      + ". Recreate the records (or run `python -m data_prep.verify_records`)")
 
 
 def _writing_dir(strategy: tf.distribute.Strategy, model_dir: str) -> str:

@@ -1,0 +1,265 @@
+"""Checks on the paths a tool reads and writes, and the lock on a directory a run writes.
+
+Every tool checks its output locations before it does any work (`check_output_dir`,
+`check_output_file`), so a typo costs a second, not an hour of training followed by a raw
+OS traceback. A directory that a run writes (a model directory, a record directory) is
+held by one run at a time (`DirectoryLock`): a second run into it is refused with the
+first one's pid, host and command; the lock of a process that died (kill -9, a crash) is
+recognised as stale and taken over with a warning.
+
+Pure Python (no TensorFlow import): the preprocessing tools use it too.
+
+  >>> check_output_dir("runs/sst2", "--model_dir")
+  >>> with DirectoryLock("runs/sst2", purpose="run_classifier"):
+  ...   train()
+"""
+
+import atexit
+import errno
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+from typing import Any, Dict, Optional
+
+from absl import logging
+
+from xlnet_tf.data import storage
+
+LOCK_NAME = ".lock"
+_HELD: Dict[str, int] = {}            # lock path -> how many times this process holds it
+
+
+is_url = storage.is_url
+
+
+# ---- inputs --------------------------------------------------------------------------------
+
+def glob_hint(pattern: str) -> str:
+  """A sentence to add when `pattern` matched nothing and has glob brackets in it ("" when
+  it has none): brackets are glob syntax, how to write them literally, and whether a file
+  of exactly that name exists."""
+  if "[" not in pattern and "]" not in pattern:
+    return ""
+  literal = pattern.replace("[", "[[]")
+  exists = not is_url(pattern) and os.path.exists(pattern)
+  return (f" Note: '[' and ']' are glob syntax ('[ab]' matches one character a or b), so "
+          + (f"the file {pattern} exists but " if exists else "a path with literal brackets ")
+          + f"matches nothing as written; write '[' as '[[]' ({literal!r}) or rename the "
+          f"file")
+
+
+def check_input_path(path: Optional[str], flag: str, kind: str = "path") -> None:
+  """Raises FileNotFoundError `"{flag}: {path} does not exist"` for a missing local path."""
+  if path and not is_url(path) and not os.path.exists(path):
+    raise FileNotFoundError(f"{flag}: {path} does not exist (expected a {kind})")
+
+
+# ---- outputs -------------------------------------------------------------------------------
+
+def _nearest_existing(path: str) -> str:
+  current = os.path.abspath(path)
+  while not os.path.exists(current):
+    parent = os.path.dirname(current)
+    if parent == current:
+      break
+    current = parent
+  return current
+
+
+def _check_creatable(path: str, flag: str, target: Optional[str] = None) -> None:
+  """`path` (absent or a directory) can be created and written below; messages name
+  `target` (default `path`), the location the flag gave."""
+  target = target or path
+  ancestor = _nearest_existing(path)
+  if not os.path.isdir(ancestor):
+    raise NotADirectoryError(f"{flag}: {target} lies under {ancestor}, which is a file, not "
+                             f"a directory")
+  try:
+    handle, probe = tempfile.mkstemp(prefix=".xlnet_tf-write-check-", dir=ancestor)
+    os.close(handle)
+    os.remove(probe)
+  except OSError as e:
+    reason = "read-only file system" if e.errno == errno.EROFS else e.strerror
+    raise PermissionError(f"{flag}: cannot write to {target} ({ancestor}: {reason})") from None
+
+
+def check_output_dir(path: Optional[str], flag: str) -> None:
+  """Raises a clear error (naming `flag`) if `path` cannot be a directory we write into:
+  it is a file, lies under a file, or is not writable. Creates nothing. URLs are not
+  checked (their errors come from the storage system)."""
+  if not path or is_url(path):
+    return
+  if os.path.exists(path) and not os.path.isdir(path):
+    raise NotADirectoryError(f"{flag}: {path} is a file; expected a directory (or a path "
+                             f"that does not exist yet)")
+  _check_creatable(path, flag)
+
+
+def check_output_file(path: Optional[str], flag: str) -> None:
+  """Like `check_output_dir` for a file we will write (under a temporary name first, so
+  its directory must be writable): `path` must not be a directory."""
+  if not path or is_url(path):
+    return
+  if os.path.isdir(path):
+    raise IsADirectoryError(f"{flag}: {path} is a directory; expected a file name")
+  _check_creatable(os.path.dirname(os.path.abspath(path)), flag, target=path)
+
+
+# ---- the directory lock --------------------------------------------------------------------
+
+class DirectoryLockedError(RuntimeError):
+  """Another live run holds the directory."""
+
+
+def _process_start(pid: int) -> Optional[str]:
+  """The start time of process `pid` in clock ticks since boot (Linux), None elsewhere:
+  tells a live process from a later one that reuses a dead one's pid."""
+  try:
+    with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+      return f.read().rsplit(")", 1)[1].split()[19]
+  except (OSError, IndexError):
+    return None
+
+
+def _alive(holder: Dict[str, Any]) -> bool:
+  pid = int(holder.get("pid", -1))
+  if pid <= 0:
+    return False
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    return True
+  started = holder.get("process_start")
+  return started is None or _process_start(pid) in (None, started)
+
+
+class DirectoryLock:
+  """An exclusive lock on `directory`: the file `directory/name` holding the owner's pid,
+  host, start time and command line.
+
+  `acquire` creates the directory if needed and the lock file atomically (O_EXCL). If the
+  file exists: a holder on this host that is no longer running (killed, crashed) left a
+  stale lock, which is taken over with a warning; any other holder makes `acquire` raise
+  `DirectoryLockedError` naming it. `release` (also at interpreter exit) removes the file.
+  On URLs (gs://) the lock is advisory: written and checked, but not atomically.
+
+  Args:
+    directory: the directory a run writes.
+    purpose: what holds it, for the messages ("pretraining", "create_pretraining_data").
+    name: the lock file's name (several independent tasks sharing a directory each lock
+      their own name).
+  """
+
+  def __init__(self, directory: str, purpose: str, name: str = LOCK_NAME):
+    self.directory = directory
+    self.purpose = purpose
+    self.path = os.path.join(directory if is_url(directory) else os.path.abspath(directory),
+                             name)
+    self._held = False
+
+  def _record(self) -> Dict[str, Any]:
+    return {"pid": os.getpid(), "host": socket.gethostname(),
+            "process_start": _process_start(os.getpid()),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "purpose": self.purpose,
+            "command": " ".join(sys.argv)}
+
+  def _read_holder(self) -> Dict[str, Any]:
+    try:
+      with storage.open_file(self.path, "r") as f:
+        return json.loads(f.read())
+    except (OSError, ValueError):
+      return {}
+
+  def acquire(self) -> "DirectoryLock":
+    if _HELD.get(self.path):                    # this process holds it already: nested use
+      _HELD[self.path] += 1
+      self._held = True
+      return self
+    storage.makedirs(self.directory)
+    for _ in range(3):
+      if self._try_create():
+        self._held = True
+        _HELD[self.path] = 1
+        atexit.register(self.release)
+        return self
+      holder = self._read_holder()
+      if not holder:                   # being written right now, or unreadable: look again
+        time.sleep(0.2)
+        holder = self._read_holder()
+      same_host = holder.get("host") == socket.gethostname()
+      if holder and (not same_host or _alive(holder)):
+        raise DirectoryLockedError(
+            f"{self.directory} is in use by another run: pid {holder.get('pid')} on host "
+            f"{holder.get('host')} ({holder.get('purpose')}, started {holder.get('started')}: "
+            f"{holder.get('command')}). One directory takes one run at a time: wait for "
+            f"it to finish or use another directory. If that process no longer exists, "
+            f"delete {self.path}")
+      if not holder and not self._stale_unreadable():
+        continue
+      logging.warning("%s: taking over the stale lock of pid %s on %s (%s, started %s), "
+                      "which is no longer running", self.directory, holder.get("pid"),
+                      holder.get("host"), holder.get("purpose"), holder.get("started"))
+      self._remove_stale()
+    raise DirectoryLockedError(f"{self.path}: could not take the lock (another run keeps "
+                               f"taking it)")
+
+  def _stale_unreadable(self) -> bool:
+    """An empty/corrupt lock file older than a few seconds is a dead writer's."""
+    try:
+      return time.time() - os.path.getmtime(self.path) > 5
+    except OSError:
+      return False
+
+  def _try_create(self) -> bool:
+    record = json.dumps(self._record()) + "\n"
+    if is_url(self.path):
+      if storage.exists(self.path):
+        return False
+      with storage.open_file(self.path, "w") as f:
+        f.write(record)
+      return True
+    try:
+      handle = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+      return False
+    with os.fdopen(handle, "w") as f:
+      f.write(record)
+    return True
+
+  def _remove_stale(self) -> None:
+    if is_url(self.path):
+      storage.remove(self.path)
+      return
+    # Two runs may find the same stale lock: only one rename succeeds.
+    aside = f"{self.path}.stale-{os.getpid()}"
+    try:
+      os.rename(self.path, aside)
+      os.remove(aside)
+    except FileNotFoundError:
+      pass
+
+  def release(self) -> None:
+    if not self._held:
+      return
+    self._held = False
+    _HELD[self.path] = _HELD.get(self.path, 1) - 1
+    if _HELD[self.path] > 0:
+      return
+    del _HELD[self.path]
+    holder = self._read_holder()
+    if holder.get("pid") == os.getpid():
+      try:
+        storage.remove(self.path)
+      except OSError:
+        pass
+
+  def __enter__(self) -> "DirectoryLock":
+    return self.acquire()
+
+  def __exit__(self, *exc) -> None:
+    self.release()

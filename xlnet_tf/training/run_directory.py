@@ -1,0 +1,107 @@
+"""A model directory belongs to one run: its lock and the settings that define the run.
+
+`open_run` is called by every trainer before it builds anything:
+1. the directory must be usable for output (`paths.check_output_dir`);
+2. it is locked for this process (`paths.DirectoryLock`: a second run into it is refused,
+   a dead run's stale lock is taken over);
+3. the settings that define the run (model config, data, optimizer, seed, ...) are
+   compared with `run_settings.json` in the directory. A rerun with the same settings
+   resumes; with other settings it is refused with the list of what differs, as long as
+   the directory holds anything of the old run (a checkpoint or a final model). The first
+   run records them.
+
+Settings that do not change the numbers (loop length, checkpoint interval, where exports
+go, when to stop) are not part of a run's settings and may change between reruns.
+
+  >>> lock = open_run("runs/sst2", "run_classifier", {"learning_rate": 2e-5, ...},
+  ...                 has_results=lambda: tf.train.latest_checkpoint("runs/sst2"))
+"""
+
+import json
+import os
+from typing import Any, Callable, Dict, List
+
+from absl import logging
+import tensorflow as tf
+
+from xlnet_tf import paths
+from xlnet_tf.training.checkpointing import NonFiniteError
+
+SETTINGS_FILE = "run_settings.json"
+
+
+class RunSettingsError(ValueError):
+  """The directory holds a run with other settings."""
+
+
+# What stops a run for a reason the user can act on: the entry points print the message
+# alone, without a traceback.
+RUN_STOPPED = (RunSettingsError, paths.DirectoryLockedError, NonFiniteError)
+
+
+def _flatten(value: Any, prefix: str = "") -> Dict[str, Any]:
+  if isinstance(value, dict):
+    flat = {}
+    for key, item in value.items():
+      flat.update(_flatten(item, f"{prefix}{key}."))
+    return flat
+  return {prefix[:-1]: value}
+
+
+def _normalised(settings: Dict[str, Any]) -> Dict[str, Any]:
+  """JSON's view of the settings (tuples become lists, keys strings)."""
+  return json.loads(json.dumps(settings, sort_keys=True, default=str))
+
+
+def settings_differences(recorded: Dict[str, Any], current: Dict[str, Any]) -> List[str]:
+  """Lines "key: A in the directory, B now" for every setting that differs."""
+  old, new = _flatten(_normalised(recorded)), _flatten(_normalised(current))
+  lines = []
+  for key in sorted(set(old) | set(new)):
+    if old.get(key, "<absent>") != new.get(key, "<absent>"):
+      lines.append(f"{key}: {old.get(key, '<absent>')!r} in the directory, "
+                   f"{new.get(key, '<absent>')!r} now")
+  return lines
+
+
+def check_settings(model_dir: str, settings: Dict[str, Any], has_results: bool) -> None:
+  """Records `settings` in `model_dir`, or raises `RunSettingsError` listing how they
+  differ from the recorded ones when the directory holds results of that other run."""
+  path = os.path.join(model_dir, SETTINGS_FILE)
+  if tf.io.gfile.exists(path):
+    with tf.io.gfile.GFile(path) as f:
+      recorded = json.loads(f.read())
+    differences = settings_differences(recorded, settings)
+    if not differences:
+      return
+    if has_results:
+      raise RunSettingsError(
+          f"{model_dir} holds a run with other settings ({path}); rerunning into it resumes "
+          f"that run, which needs the same settings. What differs:\n  " +
+          "\n  ".join(differences) +
+          "\nUse a new --model_dir for a new run, or the recorded settings to resume.")
+    logging.info("%s: no checkpoint of the earlier run; recording the new settings",
+                 model_dir)
+  elif has_results:
+    logging.warning("%s has checkpoints but no %s (written by an older version): the "
+                    "settings cannot be compared; recording them now", model_dir,
+                    SETTINGS_FILE)
+  tf.io.gfile.makedirs(model_dir)
+  partial = f"{path}.partial-{os.getpid()}"
+  with tf.io.gfile.GFile(partial, "w") as f:
+    f.write(json.dumps(_normalised(settings), indent=2, sort_keys=True) + "\n")
+  tf.io.gfile.rename(partial, path, overwrite=True)
+
+
+def open_run(model_dir: str, purpose: str, settings: Dict[str, Any],
+             has_results: Callable[[], Any], flag: str = "--model_dir") -> paths.DirectoryLock:
+  """Checks, locks and claims `model_dir` for a run (see the module docstring); returns
+  the held lock (released at exit, or by the caller)."""
+  paths.check_output_dir(model_dir, flag)
+  lock = paths.DirectoryLock(model_dir, purpose).acquire()
+  try:
+    check_settings(model_dir, settings, bool(has_results()))
+  except BaseException:
+    lock.release()
+    raise
+  return lock
