@@ -5,7 +5,8 @@ r"""Exports a fine-tuned classifier as a SavedModel that serves raw text.
       --input_exprs 'text_a=["a gripping, beautifully acted film"]'
 
 --model_dir is run_classifier's --model_dir (the model is in MODEL_DIR/final) or that
-`final` directory itself. See `xlnet_tf.serving.export` for the signatures.
+`final` directory itself. See `xlnet_tf.serving.export` for the signatures. The paths are
+checked before the model is loaded: a bad one ends the run with one line naming the flag.
 """
 
 import os
@@ -16,6 +17,7 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from xlnet_tf import paths  # noqa: E402
 from xlnet_tf.serving import export  # noqa: E402
 from xlnet_tf.training import finetuning  # noqa: E402
 
@@ -32,11 +34,16 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   model_dir = _MODEL_DIR.value
-  final = os.path.join(model_dir, "final")
-  if not tf.io.gfile.exists(os.path.join(model_dir, finetuning.CLASSIFIER_FILE)):
-    model_dir = final
-  export.export_classifier(model_dir, _EXPORT_DIR.value, pair=_PAIR.value,
-                           spiece_model=_SPIECE.value)
+  try:                                             # everything checkable, before any work
+    paths.check_input_path(model_dir, "--model_dir", "directory written by run_classifier")
+    paths.check_input_path(_SPIECE.value, "--spiece_model_file", "SentencePiece model file")
+    paths.check_output_dir(_EXPORT_DIR.value, "--export_dir")
+    if not tf.io.gfile.exists(os.path.join(model_dir, finetuning.CLASSIFIER_FILE)):
+      model_dir = os.path.join(model_dir, "final")
+    export.export_classifier(model_dir, _EXPORT_DIR.value, pair=_PAIR.value,
+                             spiece_model=_SPIECE.value)
+  except (ValueError, OSError) as e:
+    raise SystemExit(f"export_saved_model: {e}") from None
   print(f"exported {model_dir} to {_EXPORT_DIR.value}")
 
 

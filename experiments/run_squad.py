@@ -114,7 +114,7 @@ def main(argv):
       inputs={"init_checkpoint": "directory of pretrained weights", "spiece_model_file":
               "SentencePiece model file", "model_config_path": "xlnet_config.json file",
               "train_file": "SQuAD JSON file", "predict_file": "SQuAD JSON file"},
-      outputs=("model_dir", "output_dir"))
+      outputs=("model_dir", "output_dir", "export_dir"))
   final = os.path.join(FLAGS.model_dir, "final")
   if FLAGS.do_predict:
     tf.io.gfile.makedirs(FLAGS.output_dir)

@@ -50,6 +50,30 @@ PRETRAIN_SETTINGS = pipeline.DataSettings(
     input_format="document_per_file", num_passes=2, seed=5, chunk_bytes=90_000)
 
 
+def pretrain_data_flags(inputs, spiece_model, out):
+  """The create_pretraining_data command-line flags of PRETRAIN_SETTINGS."""
+  s = PRETRAIN_SETTINGS.rows
+  return [f"--input_glob={','.join(inputs)}", f"--spiece_model={spiece_model}",
+          f"--output_dir={out}", "--input_format=document_per_file",
+          f"--seq_len={s.seq_len}", f"--reuse_len={s.reuse_len}",
+          f"--bsz_per_host={s.bsz_per_host}", f"--num_core_per_host={s.num_core_per_host}",
+          f"--num_predict={s.num_predict}", f"--perm_size={s.perm_size}",
+          f"--num_passes={PRETRAIN_SETTINGS.num_passes}",
+          f"--chunk_bytes={PRETRAIN_SETTINGS.chunk_bytes}", f"--seed={PRETRAIN_SETTINGS.seed}"]
+
+
+def pretrain_config(records_dir, **changes) -> XLNetConfig:
+  """A small pretraining config that fits the records in `records_dir` (dropout off)."""
+  from xlnet_tf.data import pretrain_records  # pylint: disable=g-import-not-at-top
+  manifest = pretrain_records.load_manifest(records_dir)
+  values = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64,
+                n_token=manifest["spiece"]["vocab_size"], dropout=0.0, dropatt=0.0,
+                mem_len=16, reuse_len=manifest["settings"]["reuse_len"],
+                bi_data=manifest["settings"]["bi_data"])
+  values.update(changes)
+  return XLNetConfig(**values)
+
+
 @functools.lru_cache(maxsize=16)
 def read_records(path):
   """Every record of a shard as a dict of numpy arrays, in file order (cached: read-only)."""

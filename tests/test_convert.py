@@ -215,8 +215,10 @@ def test_command_line(sources):
   assert "released checkpoint" in run.stdout and "variables" in run.stdout
   assert (tmp / "cli_out" / "model.ckpt.index").exists()
 
+  (tmp / "notes").mkdir()
+  (tmp / "notes" / "readme.txt").write_text("not a checkpoint")
   bad = subprocess.run(
-      [sys.executable, "-m", "xlnet_tf.convert", "--source", os.fspath(tmp),
+      [sys.executable, "-m", "xlnet_tf.convert", "--source", os.fspath(tmp / "notes"),
        "--output", os.fspath(tmp / "cli_bad")], capture_output=True, text=True, env=env,
       cwd=ROOT, check=False)
   assert bad.returncode != 0

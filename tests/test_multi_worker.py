@@ -12,7 +12,7 @@ import pytest
 
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.pretrained import save_pretrained
-from test_pretraining import _config
+from helpers import pretrain_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "multi_worker_run.py")
@@ -38,7 +38,7 @@ def test_two_workers_train_like_one_process_on_the_same_global_batch(pretraining
                                                                      tmp_path):
   records_dir, _ = pretraining_records
   init = tmp_path / "init"
-  save_pretrained(build_pretrainer(_config(records_dir)), str(init))
+  save_pretrained(build_pretrainer(pretrain_config(records_dir)), str(init))
   env = {**os.environ, "PYTHONPATH": ROOT}
   cluster = {"worker": [f"localhost:{p}" for p in _free_loopback_ports(2)]}
   model_dir = tmp_path / "multi_worker"

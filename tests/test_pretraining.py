@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from helpers import pretrain_config
 from helpers import read_records
 from xlnet_tf import build_pretrainer
 from xlnet_tf import load_pretrained
@@ -23,18 +24,8 @@ from xlnet_tf.training.pretrain_trainer import NonFiniteLossError
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _config(records_dir, **changes):
-  manifest = pretrain_records.load_manifest(records_dir)
-  values = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64,
-                n_token=manifest["spiece"]["vocab_size"], dropout=0.0, dropatt=0.0,
-                mem_len=16, reuse_len=manifest["settings"]["reuse_len"],
-                bi_data=manifest["settings"]["bi_data"])
-  values.update(changes)
-  return XLNetConfig(**values)
-
-
 def _run(records_dir, model_dir, config=None, **options):
-  config = config or _config(records_dir)
+  config = config or pretrain_config(records_dir)
   defaults = dict(model_dir=str(model_dir), train_steps=8, learning_rate=1e-3,
                   warmup_steps=2, steps_per_loop=1, save_steps=4)
   defaults.update(options)
@@ -64,7 +55,7 @@ def test_a_small_model_learns_well_below_the_unigram_entropy(pretraining_records
   of 8 rows, about 35 s on 2 cores)."""
   records_dir, _ = pretraining_records
   entropy = _unigram_entropy(records_dir)
-  config = _config(records_dir, d_model=128, n_head=4, d_head=32, d_inner=256)
+  config = pretrain_config(records_dir, d_model=128, n_head=4, d_head=32, d_inner=256)
   summary = _run(records_dir, tmp_path / "run", config, train_steps=1000, learning_rate=2e-3,
                  warmup_steps=100, steps_per_loop=100, save_steps=1000)
   final = float(np.mean(summary["losses"][-2:]))
@@ -95,7 +86,7 @@ def _memory(model_dir, step):
 def test_resume_continues_exactly_like_an_uninterrupted_run(pretraining_records, tmp_path):
   """mem_len 48 > reuse_len 32, so 16 rows of each memory carry over to the next step."""
   records_dir, _ = pretraining_records
-  config = _config(records_dir, mem_len=48)
+  config = pretrain_config(records_dir, mem_len=48)
   whole = _run(records_dir, tmp_path / "whole", config, train_steps=8, save_steps=1)
   first = _run(records_dir, tmp_path / "split", config, train_steps=8, stop_at_step=4,
                save_steps=1)
@@ -116,7 +107,7 @@ def test_resume_continues_exactly_like_an_uninterrupted_run(pretraining_records,
 def test_mirrored_on_two_devices_matches_one_device(pretraining_records, tmp_path):
   records_dir, _ = pretraining_records
   init = tmp_path / "init"
-  save_pretrained(build_pretrainer(_config(records_dir)), str(init))
+  save_pretrained(build_pretrainer(pretrain_config(records_dir)), str(init))
   output = subprocess.run(
       [sys.executable, os.path.join(ROOT, "tests", "mirrored_pretraining_run.py"),
        records_dir, str(init), str(tmp_path / "work"), "5"],

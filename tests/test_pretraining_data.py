@@ -18,6 +18,7 @@ from data_prep import pipeline
 from data_prep.pretraining_rows import RowSettings
 from helpers import CORPUS_GLOB
 from helpers import PRETRAIN_SETTINGS
+from helpers import pretrain_data_flags
 from helpers import read_records
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.data import storage
@@ -164,18 +165,6 @@ def test_rerun_skips_finished_shards_and_redoes_the_rest(pretraining_records, sp
     pipeline.create(other, inputs, spiece_model, str(out))
 
 
-def _flags(inputs, spiece_model, out):
-  """The command-line flags of PRETRAIN_SETTINGS."""
-  s = PRETRAIN_SETTINGS.rows
-  return [f"--input_glob={','.join(inputs)}", f"--spiece_model={spiece_model}",
-          f"--output_dir={out}", "--input_format=document_per_file",
-          f"--seq_len={s.seq_len}", f"--reuse_len={s.reuse_len}",
-          f"--bsz_per_host={s.bsz_per_host}", f"--num_core_per_host={s.num_core_per_host}",
-          f"--num_predict={s.num_predict}", f"--perm_size={s.perm_size}",
-          f"--num_passes={PRETRAIN_SETTINGS.num_passes}",
-          f"--chunk_bytes={PRETRAIN_SETTINGS.chunk_bytes}", f"--seed={PRETRAIN_SETTINGS.seed}"]
-
-
 @pytest.mark.slow
 def test_killed_run_then_rerun_equals_an_uninterrupted_run(pretraining_records, spiece_model,
                                                            tmp_path):
@@ -184,7 +173,7 @@ def test_killed_run_then_rerun_equals_an_uninterrupted_run(pretraining_records, 
   records_dir, inputs = pretraining_records
   out = tmp_path / "records"
   command = [sys.executable, "-m", "data_prep.create_pretraining_data",
-             *_flags(inputs, spiece_model, out)]
+             *pretrain_data_flags(inputs, spiece_model, out)]
   process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
   deadline = time.time() + 120
@@ -259,7 +248,7 @@ def test_preprocessing_local_files_never_imports_tensorflow(pretraining_records,
       "raise ImportError('the preprocessing tool imported tensorflow')\n")
   env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker.parent), ROOT])}
   subprocess.run([sys.executable, "-m", "data_prep.create_pretraining_data",
-                  *_flags(inputs, spiece_model, tmp_path / "out"), "--num_workers=2"],
+                  *pretrain_data_flags(inputs, spiece_model, tmp_path / "out"), "--num_workers=2"],
                  cwd=ROOT, env=env, check=True, capture_output=True)
   assert _bytes_of(tmp_path / "out") == _bytes_of(records_dir)
   env["PYTHONPATH"] = os.pathsep.join([str(blocker.parent), ROOT, os.path.join(ROOT, "tests")])

@@ -26,22 +26,11 @@ from data_prep import pipeline
 from data_prep import train_sentencepiece
 from helpers import CORPUS_GLOB
 from helpers import PRETRAIN_SETTINGS
+from helpers import pretrain_data_flags
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.data import tfrecord_writer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _flags(inputs, spiece_model, out):
-  """The command-line flags of PRETRAIN_SETTINGS."""
-  s = PRETRAIN_SETTINGS.rows
-  return [f"--input_glob={','.join(inputs)}", f"--spiece_model={spiece_model}",
-          f"--output_dir={out}", "--input_format=document_per_file",
-          f"--seq_len={s.seq_len}", f"--reuse_len={s.reuse_len}",
-          f"--bsz_per_host={s.bsz_per_host}", f"--num_core_per_host={s.num_core_per_host}",
-          f"--num_predict={s.num_predict}", f"--perm_size={s.perm_size}",
-          f"--num_passes={PRETRAIN_SETTINGS.num_passes}",
-          f"--chunk_bytes={PRETRAIN_SETTINGS.chunk_bytes}", f"--seed={PRETRAIN_SETTINGS.seed}"]
 
 
 def _tool(*args, env=None, timeout=300):
@@ -63,7 +52,7 @@ def test_second_run_into_a_live_output_dir_is_refused_and_a_killed_run_is_taken_
   -9 of run 1, a rerun takes over its stale lock and writes the uninterrupted bytes."""
   records_dir, inputs = pretraining_records
   out = tmp_path / "records"
-  command = ["data_prep.create_pretraining_data", *_flags(inputs, spiece_model, out)]
+  command = ["data_prep.create_pretraining_data", *pretrain_data_flags(inputs, spiece_model, out)]
   first = subprocess.Popen([sys.executable, "-m", *command], cwd=ROOT,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   try:
@@ -204,7 +193,7 @@ def test_bad_output_locations_fail_before_any_work_naming_the_flag(pretraining_r
       (a_file / "out", f"--output_dir: {a_file}/out lies under {a_file}, which is a file"),
       (f"{unwritable}/out", f"--output_dir: cannot write to {unwritable}/out")]:
     result = _tool("data_prep.create_pretraining_data",
-                   *_flags(inputs[:2], spiece_model, output_dir))
+                   *pretrain_data_flags(inputs[:2], spiece_model, output_dir))
     assert result.returncode != 0
     assert f"create_pretraining_data: {message}" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr

@@ -15,14 +15,11 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+from helpers import pretrain_config
 from helpers import small_config
-from xlnet_tf import build_pretrainer
 from xlnet_tf import paths
-from xlnet_tf import save_pretrained
-from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import classifier_features
 from xlnet_tf.data import classifier_tasks
-from xlnet_tf.data import pretrain_records
 from xlnet_tf.layers.step_dropout import StepDropout
 from xlnet_tf.layers.step_dropout import step_seed
 from xlnet_tf.layers.step_dropout import training_seed
@@ -36,13 +33,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _config(records_dir, **changes):
-  manifest = pretrain_records.load_manifest(records_dir)
-  values = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64,
-                n_token=manifest["spiece"]["vocab_size"], dropout=0.1, dropatt=0.1,
-                mem_len=48, reuse_len=manifest["settings"]["reuse_len"],
-                bi_data=manifest["settings"]["bi_data"])
-  values.update(changes)
-  return XLNetConfig(**values)
+  """Dropout on, and a memory longer than the reuse part (16 rows carry over)."""
+  return pretrain_config(records_dir, **{"dropout": 0.1, "dropatt": 0.1, "mem_len": 48,
+                                         **changes})
 
 
 def _pretrain(records_dir, model_dir, config=None, **options):

@@ -72,5 +72,6 @@ def test_bad_flags_and_inputs_fail_clearly(spiece_model, tmp_path):
        f"--model_config_path={tmp_path / 'none.json'}"],
       cwd=ROOT, capture_output=True, text=True, check=False)
   assert result.returncode != 0
-  assert f"XLNet config file not found: {tmp_path / 'none.json'}" in result.stderr
+  assert (f"run_classifier: --model_config_path: {tmp_path / 'none.json'} does not exist"
+          in result.stderr)
   assert not (tmp_path / "out" / "features").exists()        # failed before any work

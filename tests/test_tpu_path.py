@@ -11,7 +11,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from test_pretraining import _config
+from helpers import pretrain_config
 from xlnet_tf.data import pretrain_dataset
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
@@ -26,7 +26,7 @@ FLAGFILES = os.path.join(ROOT, "experiments", "flagfiles")
 def _trainer(records_dir, strategy):
   manifest = pretrain_records.load_manifest(records_dir)
   rows = manifest["settings"]["bsz_per_host"]
-  config = _config(records_dir)
+  config = pretrain_config(records_dir)
   with strategy.scope():
     model = build_pretrainer(config)
     optimizer = optimization.build_optimizer(1e-3, 10, 1)

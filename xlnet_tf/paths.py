@@ -45,7 +45,7 @@ def glob_hint(pattern: str) -> str:
     return ""
   literal = pattern.replace("[", "[[]")
   exists = not is_url(pattern) and os.path.exists(pattern)
-  return (f" Note: '[' and ']' are glob syntax ('[ab]' matches one character a or b), so "
+  return (" Note: '[' and ']' are glob syntax ('[ab]' matches one character a or b), so "
           + (f"the file {pattern} exists but " if exists else "a path with literal brackets ")
           + f"matches nothing as written; write '[' as '[[]' ({literal!r}) or rename the "
           f"file")

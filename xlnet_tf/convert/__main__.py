@@ -1,4 +1,8 @@
-"""Command line: python -m xlnet_tf.convert --source SRC --output OUT [--overwrite]"""
+"""Command line: python -m xlnet_tf.convert --source SRC --output OUT [--overwrite]
+
+Errors about the paths and the files (an --output inside --source, a truncated weight file,
+...) end the run with exit status 1 and one line naming the flag or the file.
+"""
 
 from absl import app
 from absl import flags
@@ -11,14 +15,19 @@ _SOURCE = flags.DEFINE_string(
 _OUTPUT = flags.DEFINE_string(
     "output", None, "Directory to create with xlnet_config.json, model.ckpt.*, spiece.model "
     "(if the source has one) and conversion.json.")
-_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace --output if it exists.")
+_OVERWRITE = flags.DEFINE_bool(
+    "overwrite", False, "Replace --output if it exists and is the output of a previous "
+    "conversion (has conversion.json and only the files a conversion writes).")
 flags.mark_flags_as_required(["source", "output"])
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  report = convert(_SOURCE.value, _OUTPUT.value, overwrite=_OVERWRITE.value)
+  try:
+    report = convert(_SOURCE.value, _OUTPUT.value, overwrite=_OVERWRITE.value)
+  except (ValueError, OSError, ImportError) as e:
+    raise SystemExit(f"xlnet_tf.convert: {e}") from None
   print(f"{report['source_kind']} checkpoint {report['source']} -> {_OUTPUT.value}: "
         f"{report['variables']} variables, {report['parameters']:,} parameters"
         + (f", {len(report['skipped_task_head_variables'])} task-head variables left out"

@@ -131,35 +131,95 @@ def hf_to_released(tensors: Mapping[str, np.ndarray], config: XLNetConfig,
 
 
 def _read_tensors(directory: str) -> Tuple[Dict[str, np.ndarray], str]:
-  """All tensors of the directory's weight file(s) as float32 numpy arrays."""
+  """All tensors of the directory's weight file(s) as float32 numpy arrays.
+
+  Raises:
+    FileNotFoundError: a shard listed in the index is missing (naming both).
+    ValueError: a weight file (or the index) is truncated or corrupt, naming the file.
+  """
   single = os.path.join(directory, "model.safetensors")
   index = os.path.join(directory, "model.safetensors.index.json")
   binary = os.path.join(directory, "pytorch_model.bin")
   if os.path.isfile(single):
     return _read_safetensors([single]), single
   if os.path.isfile(index):
-    with open(index, encoding="utf-8") as f:
-      shards = sorted(set(json.load(f)["weight_map"].values()))
-    paths = [os.path.join(directory, shard) for shard in shards]
+    paths = [os.path.join(directory, shard) for shard in _index_shards(index)]
     for path in paths:
       if not os.path.isfile(path):
         raise FileNotFoundError(f"{index}: lists {os.path.basename(path)}, which is missing")
-    return _read_safetensors(paths), index
+    return _read_safetensors(paths, index), index
   try:
     import torch  # pylint: disable=g-import-not-at-top
   except ImportError:
     raise ImportError(f"{binary}: reading pytorch_model.bin needs PyTorch "
                       f"(pip install torch==2.13.0); a model.safetensors file needs only "
                       f"the safetensors package") from None
-  state = torch.load(binary, map_location="cpu", weights_only=True)
+  try:
+    state = torch.load(binary, map_location="cpu", weights_only=True)
+  except Exception as e:  # pylint: disable=broad-except  (torch raises many kinds)
+    detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    raise ValueError(f"{binary}: cannot read the PyTorch weights; the file is truncated or "
+                     f"corrupt ({os.path.getsize(binary):,} bytes; {detail}). Download it "
+                     f"again") from None
+  if not isinstance(state, dict):
+    raise ValueError(f"{binary}: holds a {type(state).__name__}, expected a state dict "
+                     f"(name -> tensor)")
   return {k: v.detach().to(torch.float32).numpy() for k, v in state.items()}, binary
 
 
-def _read_safetensors(paths) -> Dict[str, np.ndarray]:
+def _index_shards(index: str):
+  """The sorted shard file names of a sharded safetensors index."""
+  try:
+    with open(index, encoding="utf-8") as f:
+      weight_map = json.load(f)["weight_map"]
+    return sorted(set(weight_map.values()))
+  except (ValueError, KeyError, TypeError, AttributeError) as e:
+    reason = "not valid JSON" if isinstance(e, ValueError) else "no 'weight_map' object"
+    raise ValueError(f"{index}: corrupt sharded-safetensors index ({reason}: {e}); expected "
+                     f'{{"weight_map": {{tensor name: shard file}}}}') from None
+
+
+def check_safetensors(path: str, index: str = None) -> None:
+  """Raises ValueError naming `path` if it is not a complete safetensors file.
+
+  The layout is an 8-byte little-endian header length N, N bytes of JSON header giving every
+  tensor's byte range (`data_offsets`, relative to the end of the header), then the data:
+  a file shorter than its header says is truncated (an interrupted download or copy).
+  """
+  listed = f" (listed in {index})" if index else ""
+  size = os.path.getsize(path)
+  with open(path, "rb") as f:
+    head = f.read(8)
+    length = int.from_bytes(head, "little") if len(head) == 8 else None
+    if length is None or length > size - 8:
+      raise ValueError(
+          f"{path}{listed}: truncated or corrupt safetensors file: {size:,} bytes, too short "
+          f"for its header{'' if length is None else f' ({length:,} bytes)'}. Download it "
+          f"again")
+    try:
+      header = json.loads(f.read(length))
+      end = max([int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"],
+                default=0)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+      raise ValueError(f"{path}{listed}: corrupt safetensors file: its header is not a valid "
+                       f"safetensors header. Download it again") from None
+  expected = 8 + length + end
+  if size < expected:
+    raise ValueError(f"{path}{listed}: truncated safetensors file: {size:,} bytes, its header "
+                     f"describes {expected:,} bytes. Download it again")
+
+
+def _read_safetensors(paths, index: str = None) -> Dict[str, np.ndarray]:
+  from safetensors import SafetensorError  # pylint: disable=g-import-not-at-top
   from safetensors import safe_open  # pylint: disable=g-import-not-at-top
   tensors = {}
   for path in paths:
-    with safe_open(path, framework="np") as f:
-      for key in f.keys():
-        tensors[key] = np.asarray(f.get_tensor(key), dtype=np.float32)
+    check_safetensors(path, index)
+    try:
+      with safe_open(path, framework="np") as f:
+        for key in f.keys():
+          tensors[key] = np.asarray(f.get_tensor(key), dtype=np.float32)
+    except (SafetensorError, OSError) as e:
+      raise ValueError(f"{path}{f' (listed in {index})' if index else ''}: cannot read the "
+                       f"safetensors file; it is corrupt ({e}). Download it again") from None
   return tensors

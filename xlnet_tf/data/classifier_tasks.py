@@ -59,14 +59,16 @@ Per-task options (`task.read(data_dir, split, **options)`; `task.configure(...)`
 
 Errors (ValueError unless said otherwise) name the file and the 1-based line: a row with
 the wrong number of columns or a missing field, an unparseable regression value, a label
-outside the task's label set (with the set); a missing file is a FileNotFoundError naming
-the path and what the task expects there.
+outside the task's label set (with the set), bytes that are not UTF-8 (with their position
+in the line); a missing file is a FileNotFoundError naming the path and what the task
+expects there.
 """
 
 import csv
 import dataclasses
 import glob
 import hashlib
+import io
 import json
 import os
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
@@ -202,6 +204,28 @@ def _missing(path: str, what: str) -> FileNotFoundError:
   return FileNotFoundError(f"{path}: no such file; {what}")
 
 
+def utf8_error(path: str) -> ValueError:
+  """The error for a text file that is not UTF-8: its first undecodable line, named.
+
+  Python's decoder reports a position inside its read buffer ("can't decode byte 0xe9 in
+  position 2025"); this reads the file again line by line (lines end at \\n, \\r or \\r\\n,
+  as for the readers) to give the file, the 1-based line and the byte within the line.
+  """
+  with open(path, "rb") as raw:
+    lines = io.TextIOWrapper(raw, encoding="latin-1", newline="")  # every byte decodes
+    for number, line in enumerate(lines, start=1):
+      data = line.encode("latin-1")
+      try:
+        data.decode("utf-8")
+      except UnicodeDecodeError as e:
+        found = " ".join(f"0x{b:02x}" for b in data[e.start:e.end])
+        return ValueError(
+            f"{path}:{number}: not valid UTF-8: byte {found} at byte {e.start + 1} of the line "
+            f"({e.reason}); the task files must be UTF-8 text (re-encode the file, e.g. "
+            f"iconv -f latin1 -t utf-8, if it is Latin-1)")
+  return ValueError(f"{path}: not valid UTF-8; the task files must be UTF-8 text")
+
+
 def _rows(path: str, delimiter: str, quoting: int) -> Iterator[Tuple[int, List[str]]]:
   """(1-based line number where the row starts, fields) for each non-blank row."""
   with open(path, encoding="utf-8-sig", newline="") as f:
@@ -212,6 +236,8 @@ def _rows(path: str, delimiter: str, quoting: int) -> Iterator[Tuple[int, List[s
         row = next(reader)
       except StopIteration:
         return
+      except UnicodeDecodeError:
+        raise utf8_error(path) from None
       except csv.Error as e:
         raise ValueError(f"{path}:{line}: not valid {'CSV' if delimiter == ',' else 'TSV'} "
                          f"({e})") from None
@@ -420,8 +446,11 @@ def _read_imdb(spec: TaskSpec, data_dir: str, split: str) -> List[InputExample]:
   examples = []
   for label in _IMDB_LABELS:
     for file in sorted(glob.glob(os.path.join(path, label, "*.txt"))):
-      with open(file, encoding="utf-8") as f:
-        text = _clean_imdb(f.read())
+      try:
+        with open(file, encoding="utf-8") as f:
+          text = _clean_imdb(f.read())
+      except UnicodeDecodeError:
+        raise utf8_error(file) from None
       name = os.path.splitext(os.path.basename(file))[0]
       examples.append(InputExample(f"{split}-{label}_{name}", text, None, label))
   if not examples:
@@ -465,6 +494,14 @@ def _read_movie_reviews(spec: TaskSpec, data_dir: str, split: str) -> List[Input
   if not os.path.isfile(path):
     raise _missing(path, f"the movie_reviews task reads {MOVIE_REVIEWS_FILE} (id, mean "
                    f"rating, sentence; from vaderSentiment), bundled in {MOVIE_REVIEWS_DIR}")
+  try:
+    return _movie_review_examples(path, split)
+  except UnicodeDecodeError:
+    raise utf8_error(path) from None
+
+
+def _movie_review_examples(path: str, split: str) -> List[InputExample]:
+  """The examples of `split` in the movie_reviews file `path` (see `_read_movie_reviews`)."""
   examples = []
   with open(path, encoding="utf-8") as f:
     for line, text in enumerate(f, start=1):
@@ -542,8 +579,11 @@ def _read_generic_file(path: str, split: str, text_a_column: Column,
                                                                                csv.QUOTE_MINIMAL)
   label = label_column
   if split == "test" and header and isinstance(label_column, str):
-    with open(path, encoding="utf-8-sig", newline="") as f:
-      first = next(csv.reader(f, delimiter=delimiter, quoting=quoting), [])
+    try:
+      with open(path, encoding="utf-8-sig", newline="") as f:
+        first = next(csv.reader(f, delimiter=delimiter, quoting=quoting), [])
+    except UnicodeDecodeError:
+      raise utf8_error(path) from None
     if label_column not in first:
       label = None                       # an unlabeled test file
   table = _Table(path, text_a_column, text_b_column, label, None, header)
@@ -553,6 +593,18 @@ def _read_generic_file(path: str, split: str, text_a_column: Column,
 def _read_jsonl(path: str, split: str, text_a_column: Column, text_b_column: Optional[Column],
                 label_column: Column, labels: Optional[Sequence[str]],
                 is_regression: bool) -> List[InputExample]:
+  try:
+    return _jsonl_examples(path, split, text_a_column, text_b_column, label_column, labels,
+                           is_regression)
+  except UnicodeDecodeError:
+    raise utf8_error(path) from None
+
+
+def _jsonl_examples(path: str, split: str, text_a_column: Column,
+                    text_b_column: Optional[Column], label_column: Column,
+                    labels: Optional[Sequence[str]],
+                    is_regression: bool) -> List[InputExample]:
+  """The examples of a JSONL file, one JSON object per line (see `_read_jsonl`)."""
   examples = []
   with open(path, encoding="utf-8-sig") as f:
     for line, text in enumerate(f, start=1):

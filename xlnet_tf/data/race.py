@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import sentencepiece as spm
 
+from xlnet_tf.data import classifier_tasks
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.classifier_features import classifier_layout
 
@@ -88,6 +89,8 @@ def read_race(data_dir: str, split: str, levels: Sequence[str] = LEVELS
           values = json.load(f)
         except json.JSONDecodeError as error:
           raise ValueError(f"{path}: not valid JSON ({error})") from None
+        except UnicodeDecodeError:
+          raise classifier_tasks.utf8_error(path) from None
       examples.extend(parse_race_file(path, values, level))
   return examples
 

@@ -22,6 +22,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from absl import logging
 import tensorflow as tf
 
+from xlnet_tf.data import classifier_tasks
+
 
 @dataclasses.dataclass(frozen=True)
 class Answer:
@@ -103,6 +105,8 @@ def read_squad(path: str) -> Tuple[List[SquadExample], Dict[str, Any]]:
       data = json.load(f)
     except json.JSONDecodeError as error:
       raise ValueError(f"{path}: not valid JSON ({error})") from None
+    except UnicodeDecodeError:
+      raise classifier_tasks.utf8_error(path) from None
   examples, report = parse_squad(data, path)
   if report["skipped_answers"]:
     logging.warning("%s: %d answer(s) skipped (answer_start mismatch), %d question(s) left "

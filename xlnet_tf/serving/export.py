@@ -6,9 +6,12 @@ Signatures (all batch-major, any batch size):
                       (regression: score float32 [B])
   serving_ids      input_ids int32 [B, T], segment_ids int32 [B, T], input_mask float32
                    [B, T] (1 = padding, the released layout) -> the same outputs
-Normalisation, SentencePiece (the model's bytes are inside the SavedModel), the released
-layout and the left padding run in the graph, so serving needs only TensorFlow and
-tensorflow-text:
+Every signature checks its inputs' shapes first (`text_encoder.check_shapes`): a scalar
+string, a 2-D text tensor, ids of another width than the export's max_seq_length or inputs
+of different batch sizes fail at once with a message naming the input, its shape and the
+shape expected. Normalisation, SentencePiece (the model's bytes are inside the SavedModel),
+the released layout and the left padding run in the graph, so serving needs only
+TensorFlow and tensorflow-text:
 
   import tensorflow as tf, tensorflow_text  # registers the SentencePiece ops
   serve = tf.saved_model.load(EXPORT_DIR).signatures["serving_default"]
@@ -20,8 +23,11 @@ from typing import Dict, Optional
 
 import tensorflow as tf
 
+from xlnet_tf import paths
 from xlnet_tf import pretrained
+from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
+from xlnet_tf.serving.text_encoder import check_shapes
 from xlnet_tf.training.finetuning import ClassifierSpec
 from xlnet_tf.training.finetuning import load_classifier
 
@@ -51,17 +57,33 @@ class ClassifierServing(tf.Module):
     features = self.text_encoder.classifier_inputs(text_a, text_b, self.spec.max_seq_length)
     return self.outputs(features)
 
+  def serve_text(self, text_a, text_b=None) -> Dict[str, tf.Tensor]:
+    """serving_default: the shapes checked, then `from_text`."""
+    inputs = {"text_a": (text_a, [None], TEXTS)}
+    if text_b is not None:
+      inputs["text_b"] = (text_b, [None], TEXTS)
+    checked = check_shapes("serving_default", inputs)
+    return self.from_text(checked["text_a"], checked.get("text_b"))
+
+  def serve_ids(self, input_ids, segment_ids, input_mask) -> Dict[str, tf.Tensor]:
+    """serving_ids: the shapes checked, then `outputs`."""
+    length = self.spec.max_seq_length
+    note = f"max_seq_length of this export: {length}; the released layout, padded on the left"
+    return self.outputs(check_shapes("serving_ids", {
+        "input_ids": (input_ids, [None, length], f"int32 token ids, {note}"),
+        "segment_ids": (segment_ids, [None, length], f"int32 segment ids, {note}"),
+        "input_mask": (input_mask, [None, length], f"float32, 1 at padding, {note}")}))
+
   def signatures(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
     strings = tf.TensorSpec([None], tf.string)
     length = self.spec.max_seq_length
     if self.pair:
-      text_fn = tf.function(lambda text_a, text_b: self.from_text(text_a, text_b))
+      text_fn = tf.function(lambda text_a, text_b: self.serve_text(text_a, text_b))
       text = text_fn.get_concrete_function(text_a=strings, text_b=strings)
     else:
-      text_fn = tf.function(lambda text_a: self.from_text(text_a))
+      text_fn = tf.function(lambda text_a: self.serve_text(text_a))
       text = text_fn.get_concrete_function(text_a=strings)
-    ids_fn = tf.function(lambda input_ids, segment_ids, input_mask: self.outputs(
-        {"input_ids": input_ids, "segment_ids": segment_ids, "input_mask": input_mask}))
+    ids_fn = tf.function(self.serve_ids)
     ids = ids_fn.get_concrete_function(
         input_ids=tf.TensorSpec([None, length], tf.int32),
         segment_ids=tf.TensorSpec([None, length], tf.int32),
@@ -78,7 +100,11 @@ def export_classifier(model_dir: str, export_dir: str, pair: Optional[bool] = No
       (from classifier.json's task: GLUE pair tasks), else single sentences.
     spiece_model: default `model_dir/spiece.model`.
   Returns: export_dir.
+  Raises:
+    NotADirectoryError / PermissionError: `export_dir` is a file, lies under a file or
+      cannot be written (checked before the model is loaded).
   """
+  paths.check_output_dir(export_dir, "--export_dir")
   model, spec = load_classifier(model_dir)
   spiece_model = spiece_model or os.path.join(model_dir, pretrained.SPIECE_FILE)
   if not tf.io.gfile.exists(spiece_model):

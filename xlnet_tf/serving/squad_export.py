@@ -9,6 +9,8 @@ Signature `serving_default` (any batch size):
                                    no span qualifies)
      paragraph_truncated bool [B]  the context did not fit one window (see below)
      is_impossible float32 [B]     v2.0 models only: sigmoid of the answer-class logit
+The shapes are checked first (`text_encoder.check_shapes`): anything but two 1-D string
+tensors of one batch size fails at once, naming the input and the shape expected.
 Tokenization (`squad_text.squad_inputs`), the model and span decoding all run in the graph;
 serving needs only TensorFlow and tensorflow-text:
 
@@ -32,9 +34,11 @@ from typing import Dict, Optional
 
 import tensorflow as tf
 
+from xlnet_tf import paths
 from xlnet_tf import pretrained
 from xlnet_tf.serving import squad_text
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
+from xlnet_tf.serving.text_encoder import check_shapes
 
 SETTINGS_FILE = "squad.json"   # written next to the model by experiments/run_squad.py
 
@@ -90,6 +94,11 @@ class SquadServing(tf.Module):
                             self.max_seq_length, self.max_query_length)  # checks lengths
 
   def answer(self, question, context) -> Dict[str, tf.Tensor]:
+    checked = check_shapes("serving_default", {
+        "question": (question, [None], "a 1-D string Tensor, one UTF-8 question per example"),
+        "context": (context, [None], "a 1-D string Tensor, the UTF-8 context of each "
+                                     "question")})
+    question, context = checked["question"], checked["context"]
     features = squad_text.squad_inputs(self.text_encoder, question, context,
                                        self.max_seq_length, self.max_query_length)
     outputs = self.model({k: features[k] for k in (
@@ -124,8 +133,10 @@ def export_squad(model, model_dir: str, export_dir: str,
 
   The settings (max_seq_length, max_query_length, uncased, v2.0 and its recorded null
   threshold) come from `model_dir/squad.json`; `null_score_diff_threshold` overrides the
-  recorded threshold of a v2.0 model (default 0.0 when none was recorded).
+  recorded threshold of a v2.0 model (default 0.0 when none was recorded). `export_dir` is
+  checked first (a file, under a file, not writable: an error naming --export_dir).
   """
+  paths.check_output_dir(export_dir, "--export_dir")
   settings_path = os.path.join(model_dir, SETTINGS_FILE)
   spiece_model = os.path.join(model_dir, pretrained.SPIECE_FILE)
   for path in (settings_path, spiece_model):

@@ -102,7 +102,7 @@ padding; input_mask 1.0 at padding, 0.0 at real tokens.
 
 import functools
 import unicodedata
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -113,6 +113,8 @@ from xlnet_tf.data import tokenization
 _UNDERLINE = tokenization.SPIECE_UNDERLINE.encode("utf-8")  # b"\xe2\x96\x81", 3 bytes
 _SEGMENT_A, _SEGMENT_B, _SEGMENT_CLS, _SEGMENT_PAD = 0, 1, 2, 4
 _PAD_ID = 0  # the released classifier pads input_ids with 0 (<unk>), not <pad>
+# What a text input of a serving signature is (for the shape-check messages).
+TEXTS = "a 1-D string Tensor, one UTF-8 text per example; a single text is a list of one"
 # The graph code has no Python control flow on tensors: autograph would only cost tracing
 # time (seconds), so the functions below are marked `do_not_convert`.
 
@@ -149,6 +151,55 @@ def _python_char_classes() -> Dict[str, str]:
       digit.append(cp)
   return {"space": _char_class(space), "combining": _char_class(combining),
           "digit": _char_class(digit)}
+
+
+def _expected_shape(dims: Sequence[Optional[int]]) -> str:
+  return "[" + ", ".join("batch" if d is None else str(int(d)) for d in dims) + "]"
+
+
+@tf.autograph.experimental.do_not_convert
+def check_shapes(signature: str,
+                 inputs: Mapping[str, Tuple[tf.Tensor, Sequence[Optional[int]], str]]
+                 ) -> Dict[str, tf.Tensor]:
+  """The inputs of a serving function, made to wait for run-time checks of their shapes.
+
+  A loaded SavedModel signature (and TF Serving) does not enforce the shapes it declares: a
+  scalar string or a [B, 200] id matrix for a [None, 128] input would otherwise fail deep
+  in the graph ("params must be at least 1 dimensional"). Each input gets an in-graph assert
+  that fails with "{signature}: input {name} has shape [...]; expected [batch, ...]
+  ({what})", and all inputs must have the same batch size.
+
+  The check compares the text of the run-time shape with a pattern: the rank and the known
+  dimensions of the traced signature are static, so a check on `tf.rank` or on the known
+  dimensions would be folded away by TensorFlow (Python-side or by Grappler) and never run.
+
+  Args:
+    signature: the signature's name, for the messages.
+    inputs: name -> (tensor, expected dimensions (None: the batch dimension), what the
+      input is, e.g. "one UTF-8 text per example").
+  Returns:
+    name -> the tensor, behind the checks (use these in the rest of the function).
+  """
+  checks, batches = [], []
+  for name, (tensor, dims, what) in inputs.items():
+    shape = tf.strings.reduce_join(tf.strings.as_string(tf.shape(tensor, out_type=tf.int64)),
+                                   separator=", ")
+    pattern = ", ".join("[0-9]+" if d is None else str(int(d)) for d in dims)
+    message = tf.strings.join([f"{signature}: input {name} has shape [", shape,
+                               f"]; expected {_expected_shape(dims)} ({what})"])
+    checks.append(tf.debugging.Assert(tf.strings.regex_full_match(shape, pattern),
+                                      [message], name=f"check_{name}_shape"))
+    batches.append((name, tf.strings.regex_replace(shape, ",.*", "")))
+  with tf.control_dependencies(checks):
+    first, first_batch = batches[0]
+    for name, batch in batches[1:]:
+      message = tf.strings.join([f"{signature}: inputs {first} and {name} have batch sizes ",
+                                 first_batch, " and ", batch, "; expected the same (one row "
+                                 "per example)"])
+      checks.append(tf.debugging.Assert(tf.equal(first_batch, batch), [message],
+                                        name=f"check_{name}_batch"))
+  with tf.control_dependencies(checks):
+    return {name: tf.identity(tensor) for name, (tensor, _, _) in inputs.items()}
 
 
 def _row_sums(values: tf.Tensor, row_splits: tf.Tensor) -> tf.Tensor:
@@ -296,6 +347,7 @@ class XLNetTextEncoder(tf.Module):
     texts = tf.convert_to_tensor(texts, dtype=tf.string)
     if texts.shape.rank != 1:
       raise ValueError(f"expected a string Tensor [B] of texts, got shape {texts.shape}")
+    texts = check_shapes("XLNetTextEncoder", {"texts": (texts, [None], TEXTS)})["texts"]
     return self._resplit(self._sentencepiece(self.normalize(texts)))
 
   @tf.autograph.experimental.do_not_convert

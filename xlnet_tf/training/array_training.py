@@ -32,11 +32,14 @@ def train_on_arrays(model, optimizer, arrays: Dict[str, np.ndarray], batch_size:
   dataset = (tf.data.Dataset.from_tensor_slices(arrays).shuffle(size, seed=seed)
              .repeat().batch(batch_size))
 
+  with strategy.scope():
+    iterations = optimizer.iterations     # created here, not lazily inside the replica step
+
   def replica_step(batch):
     context = tf.distribute.get_replica_context()
     count = tf.cast(tf.shape(next(iter(batch.values())))[0], tf.float32)
     total = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
-    seed_now = step_seed(seed, optimizer.iterations, context.replica_id_in_sync_group)
+    seed_now = step_seed(seed, iterations, context.replica_id_in_sync_group)
     with tf.GradientTape() as tape, training_seed(seed_now):
       loss = loss_fn(model, batch) * count / total     # this replica's share of the mean
     variables = model.trainable_variables

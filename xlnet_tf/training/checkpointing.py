@@ -18,6 +18,7 @@ Controller so that a loop ends at every multiple of `save_steps`.
 
 from typing import Callable, List, Optional, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 
@@ -38,6 +39,22 @@ def non_finite_variables(variables: Sequence[tf.Variable]) -> List[str]:
     return []
   flags = _finite_flags(floats).numpy()
   return [v.name for v, ok in zip(floats, flags) if not ok]
+
+
+def check_loop_values(loss: float, grad_norm: float, step: int,
+                      last_checkpoint: Optional[str], loss_scaled: bool = False,
+                      error: type = NonFiniteError) -> None:
+  """At the end of a loop: raises `error` if its mean loss or gradient norm is NaN or
+  infinite, naming the step and the last good checkpoint. With loss scaling (float16) an
+  overflowing gradient is normal (the optimizer skips that step), so only the loss counts."""
+  if np.isfinite(loss) and (loss_scaled or np.isfinite(grad_norm)):
+    return
+  what = (f"the loss became {loss}" if not np.isfinite(loss) else
+          f"the gradient norm became {grad_norm} (loss {loss:.4f})")
+  raise error(f"{what} in the steps before step {step}; training stopped without writing a "
+              f"checkpoint. The last good checkpoint is "
+              f"{last_checkpoint or 'none (none was written yet)'}. Lower --learning_rate, "
+              f"raise --warmup_steps, check the data, or use --precision=float32")
 
 
 def loop_steps(steps_per_loop: int, save_steps: int) -> Callable[[int], int]:

@@ -20,7 +20,7 @@ import tf_keras
 from xlnet_tf.layers.step_dropout import step_seed
 from xlnet_tf.layers.step_dropout import training_seed
 from xlnet_tf.training import optimization
-from xlnet_tf.training.checkpointing import NonFiniteError
+from xlnet_tf.training.checkpointing import check_loop_values
 
 MODEL_INPUTS = ("input_ids", "segment_ids", "input_mask")
 
@@ -116,21 +116,15 @@ class ClassifierTrainer(orbit.StandardTrainer):
   def train_loop_end(self) -> Dict[str, float]:
     loss = float(self.loss_metric.result().numpy())
     grad_norm = float(self.grad_norm_metric.result().numpy())
-    # With loss scaling (float16) an overflowing step is skipped by the optimizer: normal.
-    if not (np.isfinite(loss) and (self.loss_scaled or np.isfinite(grad_norm))):
-      what = f"the loss became {loss}" if not np.isfinite(loss) else (
-          f"the gradient norm became {grad_norm} (loss {loss:.4f})")
-      raise NonFiniteError(
-          f"fine-tuning: {what} in the steps before step {int(self.global_step.numpy())}; "
-          f"training stopped without writing a checkpoint. The last good checkpoint is "
-          f"{self.last_checkpoint() or 'none (none was written yet)'}. Lower "
-          f"--learning_rate or raise --warmup_steps")
+    check_loop_values(loss, grad_norm, int(self.global_step.numpy()),
+                      self.last_checkpoint(), self.loss_scaled)
     start, start_step = self._loop_start
     steps = int(self.global_step.numpy()) - start_step
     seconds = max(time.time() - start, 1e-9)
     logging.info("step %d | loss %.4f | %.2f steps/s", int(self.global_step.numpy()), loss,
                  steps / seconds)
-    return {"loss": loss, "grad_norm": grad_norm, "learning_rate": optimization.current_learning_rate(self.optimizer),
+    return {"loss": loss, "grad_norm": grad_norm,
+            "learning_rate": optimization.current_learning_rate(self.optimizer),
             "steps_per_sec": steps / seconds}
 
 

@@ -14,7 +14,6 @@ import time
 from typing import Callable, Dict, Optional
 
 from absl import logging
-import numpy as np
 import orbit
 import tensorflow as tf
 import tf_keras
@@ -24,6 +23,7 @@ from xlnet_tf.layers.step_dropout import training_seed
 from xlnet_tf.models.losses import target_cross_entropy
 from xlnet_tf.training import optimization
 from xlnet_tf.training.checkpointing import NonFiniteError
+from xlnet_tf.training.checkpointing import check_loop_values
 from xlnet_tf.training.memory import ReplicaMemories
 
 MODEL_INPUTS = ("input_ids", "segment_ids", "input_mask", "perm_mask", "target_mapping")
@@ -125,16 +125,8 @@ class PretrainTrainer(orbit.StandardTrainer):
     loss = float(self.loss_metric.result().numpy())
     grad_norm = float(self.grad_norm_metric.result().numpy())
     step = int(self.global_step.numpy())
-    # With loss scaling (float16) an overflowing step is skipped by the optimizer: normal.
-    if not (np.isfinite(loss) and (self.loss_scaled or np.isfinite(grad_norm))):
-      what = f"the loss became {loss}" if not np.isfinite(loss) else (
-          f"the gradient norm became {grad_norm} (loss {loss:.4f})")
-      raise NonFiniteLossError(
-          f"{what} in the steps before step {step}; training stopped without writing a "
-          f"checkpoint. The last good checkpoint is "
-          f"{self.last_checkpoint() or 'none (none was written yet)'}. Lower "
-          f"--learning_rate, raise --warmup_steps, check the data, or use "
-          f"--precision=float32")
+    check_loop_values(loss, grad_norm, step, self.last_checkpoint(), self.loss_scaled,
+                      error=NonFiniteLossError)
     if self.memories is not None:
       self.memories.to_host()
     seconds = max(time.time() - self._loop_start, 1e-9)
