@@ -13,6 +13,8 @@ from xlnet_tf import build_pretrainer
 from xlnet_tf import save_pretrained
 from xlnet_tf import released_names
 from xlnet_tf.layers.sequence_summary import SequenceSummary
+from xlnet_tf.layers.step_dropout import step_seed
+from xlnet_tf.layers.step_dropout import training_seed
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_classifier import load_released_classifier
 from xlnet_tf.pretrained import restore_encoder
@@ -46,6 +48,46 @@ def test_summary_types_ignore_what_they_should(summary_type):
   np.testing.assert_allclose(out2[1], out[1], atol=1e-6)
   clone = SequenceSummary.from_config(layer.get_config())
   assert clone.get_config() == layer.get_config()
+
+
+def test_attn_summary_drops_probabilities_at_dropatt_and_its_output_at_dropout():
+  """The released `summarize_sequence("attn")` is multihead_attn(summary_bias, h, h) with
+  dropatt on the attention probabilities and dropout on the attention output (then
+  LayerNorm, no residual), then dropout on the summary: re-derived here in numpy with the
+  layer's three dropout masks (calls 0, 1, 2 under the training seed)."""
+  dropatt, dropout, heads, size = 0.5, 0.25, 2, 4
+  layer = SequenceSummary("attn", use_proj=False, dropout_rate=dropout, num_heads=heads,
+                          head_size=size, attention_dropout_rate=dropatt)
+  hidden = tf.random.normal([3, 6, 8])
+  pad = np.zeros([3, 6], np.float32)
+  pad[0, :2] = 1.0
+  seed = step_seed(11, 5, 0)
+  with training_seed(seed):
+    ours = layer(hidden, tf.constant(pad), training=True).numpy()
+
+  def mask(shape, rate, call):
+    keep = tf.nn.experimental.stateless_dropout(
+        tf.ones(shape), rate, tf.random.experimental.stateless_fold_in(seed, call))
+    return keep.numpy()
+
+  h = hidden.numpy()
+  q = np.einsum("d,dnh->nh", layer.summary_bias.numpy(), layer.q_kernel.numpy())
+  k = np.einsum("btd,dnh->btnh", h, layer.k_kernel.numpy())
+  v = np.einsum("btd,dnh->btnh", h, layer.v_kernel.numpy())
+  score = np.einsum("nh,btnh->bnt", q, k) / np.sqrt(size) - 1e30 * pad[:, None, :]
+  probs = np.exp(score - score.max(-1, keepdims=True))
+  probs /= probs.sum(-1, keepdims=True)
+  probs *= mask([3, heads, 6], dropatt, 0)                        # dropatt
+  out = np.einsum("bnt,btnh,dnh->bd", probs, v, layer.o_kernel.numpy())
+  out *= mask([3, 8], dropout, 1)                                  # dropout
+  normed = (out - out.mean(-1, keepdims=True)) / np.sqrt(out.var(-1, keepdims=True) + 1e-12)
+  expected = normed * mask([3, 8], dropout, 2)                     # summary dropout
+  np.testing.assert_allclose(ours, expected, atol=1e-4)
+  # The classifier takes dropatt from the config, as run_classifier passes it.
+  model = build_classifier(small_config(dropatt=0.3), 2, summary_type="attn",
+                           dropout_rate=0.1)
+  assert (model.sequence_summary.attention_dropout_rate,
+          model.sequence_summary.dropout_rate) == (0.3, 0.1)
 
 
 def test_layerwise_learning_rates_by_name():

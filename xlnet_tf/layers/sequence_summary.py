@@ -5,6 +5,8 @@
   TensorShape([2, 16])
 """
 
+from typing import Optional
+
 import tensorflow as tf
 import tf_keras
 
@@ -28,19 +30,23 @@ class SequenceSummary(tf_keras.layers.Layer):
     attn   one learned query (`summary_bias` [D]) attends over the real tokens with
            n_head heads of size d_head (no residual, then LayerNorm), as released.
   Then, with `use_proj`, Dense(D, tanh) named `summary` (released:
-  model/sequnece_summary/summary/{kernel,bias}), and dropout.
+  model/sequnece_summary/summary/{kernel,bias}), and dropout. As released, `attn` drops
+  attention probabilities at `attention_dropout_rate` (dropatt) and its output at
+  `dropout_rate`; None takes `dropout_rate` for both (layers saved before the distinction).
   """
 
   def __init__(self, summary_type: str = "last", use_proj: bool = True,
                dropout_rate: float = 0.0, num_heads: int = 1, head_size: int = 64,
                initializer_range: float = 0.02, layer_norm_epsilon: float = 1e-12,
-               **kwargs):
+               attention_dropout_rate: Optional[float] = None, **kwargs):
     super().__init__(**kwargs)
     if summary_type not in SUMMARY_TYPES:
       raise ValueError(f"summary_type must be one of {SUMMARY_TYPES}, got {summary_type!r}")
     self.summary_type = summary_type
     self.use_proj = use_proj
     self.dropout_rate = dropout_rate
+    self.attention_dropout_rate = (dropout_rate if attention_dropout_rate is None
+                                   else attention_dropout_rate)
     self.num_heads = num_heads
     self.head_size = head_size
     self.initializer_range = initializer_range
@@ -65,6 +71,7 @@ class SequenceSummary(tf_keras.layers.Layer):
                                            dtype=self.dtype_policy, name="summary")
       build_in_scope(self.summary, [None, d_model])
     self.dropout = StepDropout(self.dropout_rate)
+    self.attention_dropout = StepDropout(self.attention_dropout_rate)
     super().build(input_shape)
 
   def call(self, hidden, input_mask=None, training=None):
@@ -92,7 +99,7 @@ class SequenceSummary(tf_keras.layers.Layer):
     if input_mask is not None:
       blocked = tf.cast(input_mask, score.dtype)[:, None, :]
       score += blocked * masks.large_negative(score.dtype)
-    probs = self.dropout(tf.nn.softmax(score, axis=-1), training=training)
+    probs = self.attention_dropout(tf.nn.softmax(score, axis=-1), training=training)
     attended = tf.einsum("bnt,btnh->bnh", probs, value)
     out = tf.einsum("bnh,dnh->bd", attended, self.o_kernel)
     return self.attn_layer_norm(self.dropout(out, training=training))
@@ -102,5 +109,6 @@ class SequenceSummary(tf_keras.layers.Layer):
     config.update(summary_type=self.summary_type, use_proj=self.use_proj,
                   dropout_rate=self.dropout_rate, num_heads=self.num_heads,
                   head_size=self.head_size, initializer_range=self.initializer_range,
-                  layer_norm_epsilon=self.layer_norm_epsilon)
+                  layer_norm_epsilon=self.layer_norm_epsilon,
+                  attention_dropout_rate=self.attention_dropout_rate)
     return config

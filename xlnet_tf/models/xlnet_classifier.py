@@ -46,7 +46,8 @@ class XLNetClassifier(EncoderModel):
     self.sequence_summary = SequenceSummary(
         summary_type, use_proj=use_proj, dropout_rate=dropout_rate, num_heads=c.n_head,
         head_size=c.d_head, initializer_range=c.initializer_range,
-        layer_norm_epsilon=c.layer_norm_eps, name="sequnece_summary")
+        layer_norm_epsilon=c.layer_norm_eps, attention_dropout_rate=c.dropatt,
+        name="sequnece_summary")
     self.logit = tf_keras.layers.Dense(
         num_classes, kernel_initializer=normal_initializer(c.initializer_range),
         name="logit")
