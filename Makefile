@@ -45,7 +45,7 @@ ablation: $(STAMP)
 
 pictures: $(STAMP)
 	$(BIN)/python -m experiments.plots masks --order=3,2,4,1 --out=$(DEMO_DIR)/masks.png
-	$(BIN)/python -m experiments.plots attention --model_dir=$(DEMO_DIR)/pretrain/export \
+	$(BIN)/python -m experiments.plots attention --model_dir=$(DEMO_DIR)/pretrain/final \
 	    --out=$(DEMO_DIR)/attention.png
 	$(BIN)/python -m experiments.plots curves --event_dir=$(DEMO_DIR)/pretrain/train \
 	    --out=$(DEMO_DIR)/curves.png

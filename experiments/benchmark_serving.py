@@ -24,10 +24,10 @@ import tf_keras  # noqa: E402
 
 from data_prep import train_sentencepiece  # noqa: E402
 from experiments.timing import median_seconds  # noqa: E402
+from xlnet_tf import model_directory  # noqa: E402
 from xlnet_tf.configs import XLNetConfig  # noqa: E402
 from xlnet_tf.models.xlnet_classifier import build_classifier  # noqa: E402
 from xlnet_tf.serving.export import export_classifier  # noqa: E402
-from xlnet_tf.training import finetuning  # noqa: E402
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _DATA = os.path.join(os.path.dirname(_HERE), "data_prep", "sample_data")
@@ -54,10 +54,10 @@ def main(argv):
   config = XLNetConfig(n_layer=_LAYERS.value, d_model=d_model, n_head=d_model // 64,
                        d_head=64, d_inner=4 * d_model, n_token=8000, dropout=0.0,
                        dropatt=0.0)
-  spec = finetuning.ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
-                                   max_seq_length=_SEQ.value)
-  finetuning.save_classifier(build_classifier(config, 2, dropout_rate=0.0), spec,
-                             os.path.join(work, "model"), spiece)
+  spec = model_directory.ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
+                                        max_seq_length=_SEQ.value)
+  model_directory.save(build_classifier(config, dropout_rate=0.0), 2, spec,
+                       os.path.join(work, "model"), spiece)
 
   import torch  # pylint: disable=g-import-not-at-top
   import transformers  # pylint: disable=g-import-not-at-top

@@ -65,7 +65,7 @@ def main(argv):
   saved_model = summaries["export"]["saved_model"]
   print(f"\nArtefacts: SentencePiece {demo_pipeline.spiece_path(work_dir)}\n"
         f"           records {summaries['records']['data']}\n"
-        f"           pretrained model {summaries['pretrain']['export_dir']}\n"
+        f"           pretrained model {summaries['pretrain']['model_dir']}\n"
         f"           fine-tuned model {summaries['finetune']['model_dir']}\n"
         f"           SavedModel {saved_model}\n"
         f"           summary {os.path.join(work_dir, 'summary.md')}\n"

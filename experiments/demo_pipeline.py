@@ -4,9 +4,10 @@
             with the bundled Moby-Dick chapters)
   spiece    SentencePiece on that corpus
   records   pretraining TFRecords (data_prep.pipeline)
-  pretrain  a small XLNet (xlnet_tf.training.pretraining)
+  pretrain  a small XLNet: the xlnet/pretraining experiment (xlnet_tf.tasks.train_lib)
   finetune  sentiment classification from the pretrained weights (and, for comparison,
-            from a random start); accuracy on the held-out dev and test splits
+            from a random start): the xlnet/classification experiment; accuracy on the
+            held-out dev and test splits
   export    a SavedModel serving raw text (xlnet_tf.serving.export)
   serve     experiments/classify_text.py in a fresh process: no xlnet_tf on its path
 
@@ -32,19 +33,17 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
 from data_prep import pipeline
 from data_prep import train_sentencepiece
 from data_prep.pretraining_rows import RowSettings
+from official.core import exp_factory
+from official.core import task_factory
 from xlnet_tf.configs import XLNetConfig
-from xlnet_tf.data import classifier_features
 from xlnet_tf.data import classifier_tasks
-from xlnet_tf.data import tokenization
 from xlnet_tf.serving import export
-from xlnet_tf.training import finetuning
-from xlnet_tf.training import pretraining
-from xlnet_tf.training.classifier_trainer import predict
+from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import train_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOBY_DICK_GLOB = os.path.join(REPO, "data_prep", "sample_data", "moby_dick", "chapter_*.txt")
@@ -207,80 +206,75 @@ def make_records(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
           "steps": counts["steps"], "shards": counts["shards"]}
 
 
+def _model_override(settings: DemoSettings) -> Dict[str, Any]:
+  return {"n_layer": settings.n_layer, "d_model": settings.d_model,
+          "n_head": settings.n_head, "d_head": settings.d_model // settings.n_head,
+          "d_inner": settings.d_inner, "n_token": settings.vocab_size,
+          "dropout": settings.dropout, "dropatt": settings.dropout}
+
+
 def pretrain(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
+  """The xlnet/pretraining experiment on the records (`tasks.train_lib`); the pretrained
+  model directory is WORK_DIR/pretrain/final."""
   out = stage_dir(work_dir, "pretrain")
-  options = pretraining.PretrainOptions(
-      model_dir=out, train_steps=settings.pretrain_steps,
-      learning_rate=settings.pretrain_lr,
-      warmup_steps=min(settings.pretrain_warmup, settings.pretrain_steps // 10),
-      steps_per_loop=max(1, min(250, settings.pretrain_steps // 4)),
-      save_steps=settings.pretrain_steps, seed=settings.seed, objective=settings.objective)
-  result = pretraining.run_pretraining(
-      tf.distribute.get_strategy(), settings.model_config(),
-      os.path.join(stage_dir(work_dir, "records"), "data"), options)
-  return {"export_dir": result["export_dir"], "steps": result["step"],
+  params = exp_factory.get_exp_config(experiments.PRETRAINING)
+  params.override({
+      "task": {"model": {**_model_override(settings), "mem_len": settings.mem_len},
+               "train_data": {"input_path": os.path.join(stage_dir(work_dir, "records"),
+                                                         "data")},
+               "optimization": {"learning_rate": settings.pretrain_lr, "seed": settings.seed,
+                                "warmup_steps": min(settings.pretrain_warmup,
+                                                    settings.pretrain_steps // 10),
+                                "objective": settings.objective}},
+      "trainer": {"train_steps": settings.pretrain_steps,
+                  "steps_per_loop": max(1, min(250, settings.pretrain_steps // 4)),
+                  "checkpoint_interval": settings.pretrain_steps}})
+  result = train_lib.run(params, "train", out)["train"]
+  return {"model_dir": os.path.join(out, train_lib.FINAL_DIR), "steps": result["step"],
           "first_loss": result["losses"][0] if result["losses"] else None,
           "final_loss": result["losses"][-1] if result["losses"] else None,
           "tokens_seen": result["step"] * settings.bsz * settings.seq_len}
 
 
-def _correct(model, path: str, labels: np.ndarray) -> int:
-  dataset = classifier_features.classifier_dataset(path, 256, False)
-  logits = predict(model, dataset)["logits"]
-  return int((logits.argmax(-1) == labels).sum())
-
-
 def finetune_once(work_dir: str, settings: DemoSettings, init_checkpoint: Optional[str],
                   model_dir: str, seed: int):
-  """(model, spec, result) of one fine-tuning run; result has the accuracy on dev, test
-  and both together ("held_out"), the majority-class accuracies and the final loss."""
-  task = classifier_tasks.get_task(TASK)
+  """(fine-tuned model directory, result) of one xlnet/classification run
+  (`tasks.train_lib`); result has the accuracy on dev, test and both together
+  ("held_out"), the majority-class accuracies and the final loss."""
   sp_path = spiece_path(work_dir)
-  sp = tokenization.load_spiece(sp_path)
-  train = task.read(None, "train")
-  if settings.train_examples:
-    # The file is sorted by label: take a seeded random subset, not a prefix.
-    order = np.random.default_rng(settings.seed).permutation(len(train))
-    train = [train[i] for i in sorted(order[:settings.train_examples])]
-  cache_dir = os.path.join(stage_dir(work_dir, "finetune"), "features")
-  spec = finetuning.ClassifierSpec(task_name=TASK, labels=task.labels,
-                                   max_seq_length=settings.max_seq_length,
-                                   summary_type=settings.summary_type)
-
-  def features(examples, split):
-    return classifier_features.cached_features(
-        examples, sp_path, settings.max_seq_length, label_list=task.labels, task=TASK,
-        split=split, cache_dir=cache_dir, sp=sp)
-
-  train_path = features(train, "train")
-  options = finetuning.FinetuneOptions(
-      model_dir=model_dir, train_steps=settings.finetune_steps,
-      learning_rate=settings.finetune_lr, warmup_steps=settings.finetune_steps // 10,
-      steps_per_loop=max(1, min(100, settings.finetune_steps)),
-      save_steps=settings.finetune_steps, init_checkpoint=init_checkpoint, seed=seed)
-  strategy = tf.distribute.get_strategy()
-  model, optimizer = finetuning.build_for_training(
-      strategy, finetuning.finetune_config(settings.model_config(), settings.dropout,
-                                           settings.dropout), spec, options,
-      dropout=settings.dropout)
-  trained = finetuning.train_classifier(
-      strategy, model, optimizer,
-      lambda ctx: classifier_features.classifier_dataset(
-          train_path, settings.finetune_batch, True, seed=seed, input_context=ctx),
-      options, {"task": dataclasses.asdict(spec),
-                "train_data": classifier_features.read_cache_info(train_path)["key"],
-                "train_batch_size": settings.finetune_batch})
+  params = exp_factory.get_exp_config(experiments.CLASSIFICATION)
+  data = {"spiece_model": sp_path, "cache_dir": os.path.join(stage_dir(work_dir, "finetune"),
+                                                             "features")}
+  params.override({
+      "task": {"init_checkpoint": init_checkpoint or "", "task_name": TASK,
+               "max_seq_length": settings.max_seq_length,
+               "model": {**_model_override(settings), "summary_type": settings.summary_type},
+               # The file is sorted by label: a seeded random subset, not a prefix.
+               "train_data": {**data, "global_batch_size": settings.finetune_batch,
+                              "seed": seed, "max_examples": settings.train_examples,
+                              "subset_seed": settings.seed},
+               "validation_data": {**data, "global_batch_size": 256},
+               "optimization": {"learning_rate": settings.finetune_lr, "seed": seed,
+                                "warmup_steps": settings.finetune_steps // 10}},
+      "trainer": {"train_steps": settings.finetune_steps,
+                  "steps_per_loop": max(1, min(100, settings.finetune_steps)),
+                  "checkpoint_interval": settings.finetune_steps}})
+  trained = train_lib.run(params, "train", model_dir)["train"]
+  task = task_factory.get_task(params.task)
+  final = os.path.join(model_dir, train_lib.FINAL_DIR)
+  model = task.load_model_dir(final)
   result = {"final_loss": trained["losses"][-1] if trained["losses"] else None}
   correct = total = 0
   for split in ("dev", "test"):
-    examples = task.read(None, split)
-    labels = np.array([task.labels.index(e.label) for e in examples])
-    hits = _correct(model, features(examples, split), labels)
-    result[split] = hits / len(labels)
+    metrics = task.evaluate(model, params.task.validation_data.replace(split=split))
+    labels = np.array([task.spec.labels.index(e.label)
+                       for e in task.task_spec.read(None, split)])
+    result[split] = metrics["accuracy"]
     result[f"{split}_majority"] = float(max(labels.mean(), 1 - labels.mean()))
-    correct, total = correct + hits, total + len(labels)
+    correct += metrics["accuracy"] * metrics["num_examples"]
+    total += metrics["num_examples"]
   result["held_out"] = correct / total
-  return model, spec, result
+  return final, result
 
 
 def finetune(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
@@ -289,7 +283,7 @@ def finetune(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
   out = stage_dir(work_dir, "finetune")
   pretrained_dir = None
   if settings.pretrain_steps:
-    pretrained_dir = os.path.join(stage_dir(work_dir, "pretrain"), "export")
+    pretrained_dir = os.path.join(stage_dir(work_dir, "pretrain"), train_lib.FINAL_DIR)
   inits = [("pretrained" if pretrained_dir else "random_init", pretrained_dir)]
   if settings.compare_random_init and pretrained_dir:
     inits.append(("random_init", None))
@@ -297,11 +291,11 @@ def finetune(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
   runs = []
   for seed in settings.finetune_seeds:
     for name, init in inits:
-      model, spec, result = finetune_once(work_dir, settings, init,
-                                          os.path.join(out, f"{name}-seed{seed}"), seed)
+      model_dir, result = finetune_once(work_dir, settings, init,
+                                        os.path.join(out, f"{name}-seed{seed}"), seed)
       runs.append({"init": name, "seed": seed, **result})
       if not os.path.exists(final):
-        finetuning.save_classifier(model, spec, final, spiece_path(work_dir))
+        shutil.copytree(model_dir, final)
   summary = {"model_dir": final, "steps": settings.finetune_steps,
              "train_examples": settings.train_examples or None, "runs": runs,
              "majority": {k: runs[0][f"{k}_majority"] for k in ("dev", "test")}}

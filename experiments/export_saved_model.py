@@ -17,9 +17,9 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from xlnet_tf import model_directory  # noqa: E402
 from xlnet_tf import paths  # noqa: E402
 from xlnet_tf.serving import export  # noqa: E402
-from xlnet_tf.training import finetuning  # noqa: E402
 
 _MODEL_DIR = flags.DEFINE_string("model_dir", None, "run_classifier's --model_dir (or its "
                                  "final/ directory).")
@@ -38,7 +38,7 @@ def main(argv):
     paths.check_input_path(model_dir, "--model_dir", "directory written by run_classifier")
     paths.check_input_path(_SPIECE.value, "--spiece_model_file", "SentencePiece model file")
     paths.check_output_dir(_EXPORT_DIR.value, "--export_dir")
-    if not tf.io.gfile.exists(os.path.join(model_dir, finetuning.CLASSIFIER_FILE)):
+    if not tf.io.gfile.exists(os.path.join(model_dir, model_directory.CLASSIFIER_FILE)):
       model_dir = os.path.join(model_dir, "final")
     export.export_classifier(model_dir, _EXPORT_DIR.value, pair=_PAIR.value,
                              spiece_model=_SPIECE.value)

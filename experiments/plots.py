@@ -1,7 +1,7 @@
 r"""Pictures of what XLNet does (matplotlib, PNG).
 
   python -m experiments.plots masks --order=3,2,4,1 --out=masks.png
-  python -m experiments.plots attention --model_dir=runs/demo/pretrain/export \
+  python -m experiments.plots attention --model_dir=runs/demo/pretrain/final \
       --sentence="The film is a gripping, beautifully acted drama." --out=attention.png
   python -m experiments.plots curves --event_dir=runs/demo/pretrain/train --out=curves.png
 
@@ -25,6 +25,7 @@ from absl import flags  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from xlnet_tf import model_directory  # noqa: E402
 from xlnet_tf import masks  # noqa: E402
 
 _ORDER = flags.DEFINE_list("order", ["3", "2", "4", "1"], "masks: a factorization order of "
@@ -112,9 +113,9 @@ def sentence_attentions(model_dir: str, sentence: str) -> Tuple[List[str], np.nd
   from xlnet_tf.data import tokenization  # pylint: disable=g-import-not-at-top
   from xlnet_tf.data.tokenization import CLS_ID, SEP_ID  # pylint: disable=g-import-not-at-top
 
-  spiece = os.path.join(model_dir, pretrained.SPIECE_FILE)
+  spiece = os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not os.path.exists(spiece):
-    raise FileNotFoundError(f"--model_dir {model_dir}: no {pretrained.SPIECE_FILE}; "
+    raise FileNotFoundError(f"--model_dir {model_dir}: no {model_directory.SPIECE_FILE}; "
                             f"expected a pretrained model directory (pretraining's export)")
   sp = tokenization.load_spiece(spiece)
   ids = tokenization.encode_ids(sp, tokenization.normalize_text(sentence)) + [SEP_ID, CLS_ID]

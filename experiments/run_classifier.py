@@ -1,4 +1,6 @@
-r"""Fine-tunes XLNet for classification or regression (GLUE, IMDB, movie reviews, generic).
+r"""Fine-tunes XLNet for classification or regression (GLUE, IMDB, movie reviews, generic):
+the flags become the "xlnet/classification" experiment (xlnet_tf/tasks/classification.py)
+that `train_lib.run` trains and evaluates.
 
   python -m experiments.run_classifier --do_train --do_eval --task_name=sst-2 \
       --data_dir=glue/SST-2 --init_checkpoint=converted/xlnet_base \
@@ -6,14 +8,16 @@ r"""Fine-tunes XLNet for classification or regression (GLUE, IMDB, movie reviews
       --train_batch_size=32 --learning_rate=2e-5 --train_steps=4000 --warmup_steps=400 \
       --lr_layer_decay_rate=1.0
 
---init_checkpoint is a directory from pretraining's export or `xlnet_tf.convert` (its
-xlnet_config.json and spiece.model are used unless --model_config_path /
---spiece_model_file say otherwise). The fine-tuned model goes to MODEL_DIR/final (for
-`experiments.export_saved_model`); evaluation results and GLUE-format predictions go to
---output_dir, with the cached features.
+--init_checkpoint is a directory from pretraining (MODEL_DIR/final) or `xlnet_tf.convert`
+(its xlnet_config.json and spiece.model are used unless --model_config_path /
+--spiece_model_file say otherwise). --do_train trains (`train_lib` mode train) and writes the
+fine-tuned model to MODEL_DIR/final (for `experiments.export_saved_model`); --do_eval
+evaluates the newest checkpoint of MODEL_DIR (mode eval; MODEL_DIR/final if it has none) and
+writes OUTPUT_DIR/eval_results_<split>.json; --do_predict writes the test split's GLUE
+submission TSV with MODEL_DIR/final. The cached features go to OUTPUT_DIR/features. The flag
+names of zihangdai/xlnet's run_classifier.py work too (experiments/released_flags.py).
 """
 
-import dataclasses
 import json
 import os
 
@@ -21,24 +25,23 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-from absl import logging  # noqa: E402
-import numpy as np  # noqa: E402
+from official.core import task_factory  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from experiments import strategy_flags  # noqa: E402
+from experiments import released_flags  # noqa: E402
+from experiments import strategy_flags  # noqa: E402,F401  (--strategy, --tpu, --num_gpus)
 from experiments import task_flags  # noqa: E402
-from xlnet_tf import pretrained  # noqa: E402
+import xlnet_tf.tasks.experiments  # noqa: E402,F401  (registers the experiments)
+from xlnet_tf import model_directory  # noqa: E402
+from xlnet_tf.configs import RELEASED_KEYS  # noqa: E402
 from xlnet_tf.configs import XLNetConfig  # noqa: E402
-from xlnet_tf.data import classifier_features  # noqa: E402
-from xlnet_tf.data import classifier_tasks  # noqa: E402
-from xlnet_tf.data import tokenization  # noqa: E402
-from xlnet_tf.evaluation import classifier_metrics  # noqa: E402
 from xlnet_tf.layers.sequence_summary import SUMMARY_TYPES  # noqa: E402
+from xlnet_tf.tasks import train_lib  # noqa: E402
 from xlnet_tf.training import finetuning  # noqa: E402
 from xlnet_tf.training import optimization  # noqa: E402
 from xlnet_tf.training import run_directory  # noqa: E402
-from xlnet_tf.training.classifier_trainer import predict  # noqa: E402
 
+EXPERIMENT = "xlnet/classification"
 FLAGS = flags.FLAGS
 flags.DEFINE_bool("do_train", False, "Fine-tune.")
 flags.DEFINE_bool("do_eval", False, "Evaluate on --eval_split.")
@@ -49,6 +52,8 @@ flags.DEFINE_string("data_dir", None, "The task's data (default: the task's own,
                     "bundled movie reviews).")
 flags.DEFINE_string("eval_split", "dev", "Split to evaluate (dev; dev_mismatched for MNLI).")
 flags.DEFINE_string("output_dir", None, "Cached features, eval results, predictions.")
+flags.DEFINE_string("predict_dir", None, "Where --do_predict writes the TSV (default "
+                    "--output_dir).")
 flags.DEFINE_string("model_dir", None, "Checkpoints; the fine-tuned model in MODEL_DIR/final.")
 flags.DEFINE_bool("uncased", False, "Lower-case the text (uncased models).")
 flags.DEFINE_string("spiece_model_file", None, "SentencePiece model (default: the "
@@ -67,6 +72,9 @@ flags.DEFINE_integer("train_steps", 1000, "Updates.")
 flags.DEFINE_integer("warmup_steps", 0, "Linear warmup updates.")
 flags.DEFINE_integer("save_steps", 1000, "Checkpoint interval.")
 flags.DEFINE_integer("iterations", 100, "Steps per tf.function call (and log interval).")
+flags.DEFINE_integer("max_checkpoints", 3, "Checkpoints kept.")
+flags.DEFINE_integer("shuffle_buffer_size", 100_000, "Training examples in the shuffle "
+                     "buffer.")
 flags.DEFINE_bool("is_regression", None, "Override the task's regression setting.")
 flags.DEFINE_enum("summary_type", "last", list(SUMMARY_TYPES),
                   "How the sequence is summarised: last (<cls>), first, mean (over real "
@@ -99,70 +107,99 @@ flags.DEFINE_string("label_column", None, "generic: column of the label.")
 flags.DEFINE_list("labels", None, "generic: the label set in id order (default: the sorted "
                   "labels of the train split).")
 flags.mark_flags_as_required(["task_name", "output_dir", "model_dir"])
+released_flags.define("run_classifier.py")
 
 
-def _task():
-  task = classifier_tasks.get_task(FLAGS.task_name)
-  options = {k: getattr(FLAGS, k) for k in ("text_a_column", "text_b_column", "label_column")
-             if getattr(FLAGS, k) is not None}
-  if task.name == "generic":
-    if FLAGS.is_regression is not None:
-      options["is_regression"] = FLAGS.is_regression
-    if FLAGS.labels:
-      options["labels"] = FLAGS.labels
-  return task.configure(FLAGS.data_dir, **options)
+def _final_dir() -> str:
+  return os.path.join(FLAGS.model_dir, train_lib.FINAL_DIR)
 
 
-def _file(flag_value, name):
-  flag = "spiece_model_file" if name == pretrained.SPIECE_FILE else "model_config_path"
-  return task_flags.from_init_checkpoint(flag_value, name, flag)
+def _file(flag, name: str) -> str:
+  """--FLAG, else NAME of --init_checkpoint, else (without --do_train) of MODEL_DIR/final;
+  else a usage error."""
+  if FLAGS[flag].value:
+    return FLAGS[flag].value
+  for directory in (FLAGS.init_checkpoint, None if FLAGS.do_train else _final_dir()):
+    if directory and tf.io.gfile.exists(os.path.join(directory, name)):
+      return os.path.join(directory, name)
+  raise app.UsageError(f"give --{flag} (or an --init_checkpoint directory holding {name})")
 
 
-def _features(task, spec, split, sp, spiece_path):
-  examples = task.read(FLAGS.data_dir, split)
-  if not examples:
-    raise ValueError(f"task {task.name}: the {split} split is empty")
-  path = classifier_features.cached_features(
-      examples, spiece_path, spec.max_seq_length, label_list=spec.labels,
-      is_regression=spec.is_regression, uncased=spec.uncased, task=task.name, split=split,
-      input_files=task.input_files(FLAGS.data_dir, split),
-      cache_dir=os.path.join(FLAGS.output_dir, "features"), sp=sp)
-  return examples, path
+def experiment_override():
+  """The flags as an override of the "xlnet/classification" experiment."""
+  model = {"summary_type": FLAGS.summary_type, "use_proj": FLAGS.use_summ_proj,
+           "dropout": FLAGS.dropout, "dropatt": FLAGS.dropatt}
+  init = FLAGS.init_checkpoint or ""
+  if FLAGS.model_config_path or not (init and tf.io.gfile.exists(
+      os.path.join(init, model_directory.CONFIG_FILE))):
+    config = XLNetConfig.from_json_file(_file("model_config_path", model_directory.CONFIG_FILE))
+    model.update({k: getattr(config, k) for k in RELEASED_KEYS})
+  data = {"cache_dir": os.path.join(FLAGS.output_dir, "features"), "seed": FLAGS.seed,
+          "spiece_model": _file("spiece_model_file", model_directory.SPIECE_FILE)}
+  optimization_ = {name: FLAGS[name].value for name in (
+      "learning_rate", "warmup_steps", "weight_decay", "adam_epsilon", "min_lr_ratio",
+      "lr_layer_decay_rate", "lr_layer_decay_mode", "adam_bias_correction",
+      "grad_accum_steps", "precision", "seed")}
+  return {
+      "task": {
+          "init_checkpoint": init, "task_name": FLAGS.task_name,
+          "data_dir": FLAGS.data_dir or "", "max_seq_length": FLAGS.max_seq_length,
+          "uncased": FLAGS.uncased, "labels": FLAGS.labels,
+          "is_regression": FLAGS.is_regression,
+          **{k: FLAGS[k].value for k in ("text_a_column", "text_b_column", "label_column")},
+          "model": model,
+          "train_data": {**data, "global_batch_size": FLAGS.train_batch_size,
+                         "shuffle_buffer_size": FLAGS.shuffle_buffer_size},
+          "validation_data": {**data, "split": FLAGS.eval_split,
+                              "global_batch_size": FLAGS.eval_batch_size},
+          "optimization": {"clip_norm": FLAGS.clip, **optimization_}},
+      "trainer": {"train_steps": FLAGS.train_steps, "steps_per_loop": FLAGS.iterations,
+                  "checkpoint_interval": FLAGS.save_steps,
+                  "max_to_keep": FLAGS.max_checkpoints},
+      "runtime": released_flags.runtime_override()}
 
 
-def _predictions(model, spec, path):
-  """Scores (regression) or class ids of every cached example, in order."""
-  dataset = classifier_features.classifier_dataset(
-      path, FLAGS.eval_batch_size, is_training=False, max_seq_length=spec.max_seq_length,
-      is_regression=spec.is_regression)
-  outputs = predict(model, dataset)
-  return outputs["score"] if spec.is_regression else np.argmax(outputs["logits"], -1)
+def _check_batch() -> None:
+  hosts, per_host = released_flags.devices()
+  divisor = (hosts or 1) * (per_host or 1) * FLAGS.grad_accum_steps
+  if FLAGS.train_batch_size % divisor:
+    raise app.UsageError(f"--train_batch_size ({FLAGS.train_batch_size}) must be "
+                         f"divisible by replicas x --grad_accum_steps ({divisor})")
 
 
-def _finetune_options() -> finetuning.FinetuneOptions:
-  return finetuning.FinetuneOptions(
-      model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps,
-      learning_rate=FLAGS.learning_rate, warmup_steps=FLAGS.warmup_steps,
-      weight_decay=FLAGS.weight_decay, adam_epsilon=FLAGS.adam_epsilon,
-      clip_norm=FLAGS.clip, min_lr_ratio=FLAGS.min_lr_ratio,
-      lr_layer_decay_rate=FLAGS.lr_layer_decay_rate,
-      lr_layer_decay_mode=FLAGS.lr_layer_decay_mode,
-      adam_bias_correction=FLAGS.adam_bias_correction,
-      grad_accum_steps=FLAGS.grad_accum_steps, steps_per_loop=FLAGS.iterations,
-      save_steps=FLAGS.save_steps, precision=FLAGS.precision,
-      init_checkpoint=FLAGS.init_checkpoint, seed=FLAGS.seed)
+def _evaluate(params):
+  """`train_lib` mode eval (the newest checkpoint), or MODEL_DIR/final when MODEL_DIR has
+  no checkpoint (e.g. a model converted from the original's run); the results also go to
+  OUTPUT_DIR/eval_results_<split>.json."""
+  if tf.train.latest_checkpoint(FLAGS.model_dir) or not tf.io.gfile.exists(_final_dir()):
+    results = train_lib.run(params, "eval", FLAGS.model_dir)["eval"]
+  else:
+    task = task_factory.get_task(params.task)
+    results = task.evaluate(task.load_model_dir(_final_dir()))
+    print(f"{FLAGS.eval_split} ({_final_dir()}): " + ", ".join(
+        f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in results.items()))
+  with tf.io.gfile.GFile(os.path.join(FLAGS.output_dir,
+                                      f"eval_results_{FLAGS.eval_split}.json"), "w") as f:
+    f.write(json.dumps(results, indent=2) + "\n")
+
+
+def _predict(params):
+  """The test split's GLUE submission TSV, predicted with MODEL_DIR/final."""
+  if not tf.io.gfile.exists(_final_dir()):
+    raise FileNotFoundError(f"{_final_dir()}: no fine-tuned model to predict with; train "
+                            f"first (--do_train)")
+  task = task_factory.get_task(params.task)
+  directory = FLAGS.predict_dir or FLAGS.output_dir
+  tf.io.gfile.makedirs(directory)
+  path = os.path.join(directory, f"{task.task_spec.name}_test_predictions.tsv")
+  count = task.write_predictions(task.load_model_dir(_final_dir()), path)
+  print(f"wrote {count} predictions to {path}")
 
 
 def main(argv):
-  try:
-    _main(argv)
-  except run_directory.RUN_STOPPED as e:
-    raise SystemExit(f"run_classifier: {e}") from None
-
-
-def _main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  released_flags.apply("run_classifier")
   if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
     raise app.UsageError("nothing to do: give --do_train, --do_eval and/or --do_predict")
   task_flags.check_paths(
@@ -172,71 +209,26 @@ def _main(argv):
               "spiece_model_file": "SentencePiece model file",
               "model_config_path": "xlnet_config.json file",
               "data_dir": "directory with the task's files"},
-      outputs=("model_dir", "output_dir"))
+      outputs=("model_dir", "output_dir", "predict_dir"))
   try:
-    options = _finetune_options() if FLAGS.do_train else None
+    params = train_lib.parse_params(EXPERIMENT, params_override=experiment_override())
+    if FLAGS.do_train:
+      train_lib.finetune_options(params, FLAGS.model_dir)   # impossible values, named
   except ValueError as e:
     raise SystemExit(f"run_classifier: {e}") from None
-  task = _task()
-  is_regression = task.is_regression if FLAGS.is_regression is None else FLAGS.is_regression
-  spec = finetuning.ClassifierSpec(
-      task_name=task.name, labels=None if is_regression else tuple(task.labels),
-      is_regression=is_regression, max_seq_length=FLAGS.max_seq_length,
-      uncased=FLAGS.uncased, summary_type=FLAGS.summary_type, use_proj=FLAGS.use_summ_proj)
-  spiece_path = _file(FLAGS.spiece_model_file, pretrained.SPIECE_FILE)
-  sp = tokenization.load_spiece(spiece_path)
-  final_dir = os.path.join(FLAGS.model_dir, "final")
-  tf.io.gfile.makedirs(FLAGS.output_dir)
-
   if FLAGS.do_train:
-    config = finetuning.finetune_config(
-        XLNetConfig.from_json_file(_file(FLAGS.model_config_path, pretrained.CONFIG_FILE)),
-        FLAGS.dropout, FLAGS.dropatt)
-    _, train_path = _features(task, spec, "train", sp, spiece_path)
-    strategy = strategy_flags.strategy_from_flags()
-    divisor = strategy.num_replicas_in_sync * FLAGS.grad_accum_steps
-    if FLAGS.train_batch_size % divisor:
-      raise app.UsageError(f"--train_batch_size ({FLAGS.train_batch_size}) must be "
-                           f"divisible by replicas x --grad_accum_steps ({divisor})")
-    micro_batch = FLAGS.train_batch_size // divisor
-    run_settings = {"task": dataclasses.asdict(spec),
-                    "train_data": classifier_features.read_cache_info(train_path)["key"],
-                    "train_batch_size": FLAGS.train_batch_size,
-                    "replicas": strategy.num_replicas_in_sync}
-    finetuning.open_run(config, options, run_settings)        # before anything is built
-    model, optimizer = finetuning.build_for_training(strategy, config, spec, options,
-                                                     dropout=FLAGS.dropout)
-    summary = finetuning.train_classifier(
-        strategy, model, optimizer,
-        lambda ctx: classifier_features.classifier_dataset(
-            train_path, micro_batch, is_training=True, seed=FLAGS.seed,
-            max_seq_length=spec.max_seq_length, is_regression=spec.is_regression,
-            input_context=ctx), options, run_settings)
-    finetuning.save_classifier(model, spec, final_dir, spiece_path)
-    logging.info("fine-tuned to step %d; model in %s", summary["step"], final_dir)
-
-  if FLAGS.do_eval or FLAGS.do_predict:
-    model, spec = finetuning.load_classifier(final_dir)
-  if FLAGS.do_eval:
-    examples, path = _features(task, spec, FLAGS.eval_split, sp, spiece_path)
-    predictions = _predictions(model, spec, path)
-    labels = [classifier_features.label_id(e, spec.labels, spec.is_regression)
-              for e in examples]
-    results = classifier_metrics.task_metrics(task, predictions, np.array(labels))
-    results["num_examples"] = len(examples)
-    with tf.io.gfile.GFile(os.path.join(FLAGS.output_dir,
-                                        f"eval_results_{FLAGS.eval_split}.json"), "w") as f:
-      f.write(json.dumps(results, indent=2) + "\n")
-    print(f"{task.name} {FLAGS.eval_split}: " +
-          ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
-                    for k, v in results.items()))
-  if FLAGS.do_predict:
-    examples, path = _features(task, spec, "test", sp, spiece_path)
-    predictions = _predictions(model, spec, path)
-    out = os.path.join(FLAGS.output_dir, f"{task.name}_test_predictions.tsv")
-    classifier_metrics.write_glue_predictions(
-        out, task, predictions, [classifier_tasks.glue_index(e.guid) for e in examples])
-    print(f"wrote {len(examples)} predictions to {out}")
+    _check_batch()
+  tf.io.gfile.makedirs(FLAGS.output_dir)
+  try:
+    if FLAGS.do_train:
+      train_lib.run(params, "train", FLAGS.model_dir)
+    if FLAGS.do_eval:
+      _evaluate(params)
+    if FLAGS.do_predict:
+      _predict(params)
+  except (train_lib.ConfigError, FileNotFoundError, FileExistsError,
+          NotADirectoryError) + run_directory.RUN_STOPPED as e:
+    raise SystemExit(f"run_classifier: {e}") from None
 
 
 if __name__ == "__main__":

@@ -7,43 +7,59 @@ r"""Fine-tunes and evaluates XLNet on SQuAD v1.1 / v2.0 (the original run_squad.
       --max_query_length=64 --train_batch_size=48 --learning_rate=3e-5 \
       --lr_layer_decay_rate=0.75 --train_steps=8000 --warmup_steps=1000
 
---do_predict writes OUTPUT_DIR/predictions.json ({id: answer}, the official format),
-nbest_predictions.json and null_odds.json; when the predict file has answers it also
-scores them with the official EM/F1 (v2.0: HasAns/NoAns and the best null threshold,
-which is searched on that file, applied, and recorded in eval_results.json and in
-MODEL_DIR/final/squad.json for the export). --do_export writes a SavedModel whose
-signature takes raw `question` and `context` strings and returns `answer_text`,
-`answer_start_char`, `score` (and `is_impossible` for v2.0); see
-`xlnet_tf/serving/squad_export.py`. --do_predict and --do_export window and decode with
-the settings recorded in squad.json (max_seq_length, doc_stride, max_query_length, uncased,
-start_n_top, end_n_top) unless those flags are given.
-Training runs under --strategy (default one device; mirrored, multi_worker, tpu).
+A flag-to-config wrapper of the xlnet/squad experiment (`xlnet_tf/tasks/squad.py`, run by
+`xlnet_tf/tasks/train_lib.py`, as `python -m experiments.train --experiment=xlnet/squad`):
+
+  --do_train    train_lib mode "train": windows cached in MODEL_DIR/features, checkpoints
+                every --save_steps (--max_checkpoints kept) in MODEL_DIR, a rerun resumes
+                exactly (a rerun with other settings is refused, naming them), the fine-tuned
+                model directory in MODEL_DIR/final (xlnet_config.json, model.ckpt,
+                spiece.model, squad.json), the configuration in MODEL_DIR/params.yaml.
+  --do_predict  the model of MODEL_DIR/best (else final) on --predict_file: writes
+                predictions.json ({id: answer}, the official format),
+                nbest_predictions.json and null_odds.json to --predict_dir (default
+                --output_dir); when the predict file has answers it also scores them with
+                the official EM/F1 (v2.0: HasAns/NoAns and the best null threshold, which
+                is searched on that file, applied, and recorded in eval_results.json and
+                in the model's squad.json for the export).
+  --do_export   train_lib mode "export": a SavedModel of MODEL_DIR/best (else final) whose
+                signature takes raw `question` and `context` strings and returns
+                `answer_text`, `answer_start_char`, `score` (and `is_impossible` for v2.0);
+                see `xlnet_tf/serving/squad_export.py`. An export directory is never
+                overwritten.
+
+--do_predict and --do_export window and decode with the settings recorded in squad.json
+(max_seq_length, doc_stride, max_query_length, uncased, start_n_top, end_n_top) unless those
+flags are given. Training runs under --strategy (default one device; mirrored,
+multi_worker, tpu).
+
+The flag names of zihangdai/xlnet's run_squad.py work too (experiments/released_flags.py):
+--max_save is --max_checkpoints (0 keeps them all), --use_bfloat16 --precision=bfloat16,
+--shuffle_buffer --shuffle_buffer_size, --use_tpu --strategy=tpu; one with no equivalent
+here ends the run before any work, naming what replaced it. The windows are cached in
+MODEL_DIR/features (the original's --output_dir held its TF records).
 """
 
-import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-from absl import logging  # noqa: E402
+from official.core import exp_factory  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from experiments import strategy_flags  # noqa: E402
+from experiments import released_flags  # noqa: E402
+from experiments import strategy_flags  # noqa: E402,F401  (--strategy, --tpu, --num_gpus)
 from experiments import task_flags  # noqa: E402
-from xlnet_tf import pretrained  # noqa: E402
-from xlnet_tf.data import squad  # noqa: E402
-from xlnet_tf.data import squad_features  # noqa: E402
-from xlnet_tf.data import text_alignment  # noqa: E402
-from xlnet_tf.data import tokenization  # noqa: E402
-from xlnet_tf.evaluation import squad_metrics  # noqa: E402
-from xlnet_tf.evaluation import squad_postprocess  # noqa: E402
-from xlnet_tf.models.xlnet_squad import build_squad_model  # noqa: E402
-from xlnet_tf.serving import squad_export  # noqa: E402
-from xlnet_tf.training.squad_training import predict_squad  # noqa: E402
-from xlnet_tf.training.squad_training import train_squad  # noqa: E402
-from xlnet_tf.training.squad_training import window_arrays  # noqa: E402
+from xlnet_tf import model_directory  # noqa: E402
+from xlnet_tf.configs import RELEASED_KEYS  # noqa: E402
+from xlnet_tf.configs import XLNetConfig  # noqa: E402
+from xlnet_tf.tasks import experiments  # noqa: E402
+from xlnet_tf.tasks import squad as squad_task  # noqa: E402
+from xlnet_tf.tasks import train_lib  # noqa: E402
+from xlnet_tf.training import finetuning  # noqa: E402
+from xlnet_tf.training import run_directory  # noqa: E402
 
 FLAGS = flags.FLAGS
 task_flags.define_task_flags(learning_rate=3e-5, lr_layer_decay_rate=0.75, train_steps=8000,
@@ -52,6 +68,7 @@ flags.DEFINE_string("train_file", None, "SQuAD JSON to train on.")
 flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and score, if answered).")
 flags.DEFINE_bool("do_train", False, "Fine-tune.")
 flags.DEFINE_bool("do_predict", False, "Predict --predict_file.")
+flags.DEFINE_string("predict_dir", None, "Where --do_predict writes (default --output_dir).")
 flags.DEFINE_integer("max_seq_length", 512, "Pieces per window.")
 flags.DEFINE_integer("doc_stride", 128, "Pieces between window starts.")
 flags.DEFINE_integer("max_query_length", 64, "Question pieces kept.")
@@ -66,140 +83,169 @@ flags.DEFINE_string("export_dir", None, "Where --do_export writes (default MODEL
 flags.DEFINE_float("null_score_diff_threshold", None, "v2.0: answer '' when the null score "
                    "exceeds this (default: the best threshold found on --predict_file when "
                    "it has answers, else 0).")
+flags.DEFINE_integer("iterations", 1000, "Training steps per loop (one tf.function call; "
+                     "the loss is logged and checked after each).")
+flags.DEFINE_integer("save_steps", 1000, "Steps between checkpoints in MODEL_DIR (a rerun "
+                     "resumes from the newest).")
+flags.DEFINE_integer("max_checkpoints", 5, "Checkpoints kept.")
+flags.DEFINE_integer("shuffle_buffer_size", None, "Windows in the training shuffle buffer "
+                     "(default: the xlnet/squad experiment's).")
+flags.DEFINE_enum("precision", "float32", sorted(finetuning.PRECISIONS), "Numerics "
+                  "(bfloat16: bfloat16 compute, float32 weights).")
+flags.DEFINE_integer("stop_at_step", None, "Stop (and checkpoint) at this step; the schedule "
+                     "stays that of --train_steps, a rerun continues.")
 flags.mark_flags_as_required(["model_dir"])
+released_flags.define("run_squad.py")
 
-SETTINGS_FILE = squad_export.SETTINGS_FILE
-
-
-def _setting(final, name):
-  """A setting recorded with the model (squad.json) unless the flag was given explicitly:
-  predict and export then window and decode as the model was trained or converted."""
-  path = os.path.join(final, SETTINGS_FILE)
-  if FLAGS[name].present or not tf.io.gfile.exists(path):
-    return FLAGS[name].value
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f).get(name, FLAGS[name].value)
+# The settings squad.json records that --do_predict / --do_export take from the model
+# unless the flag is given.
+RECORDED = squad_task.SETTING_KEYS
 
 
-def _load_model(final):
-  start_n_top, end_n_top = _setting(final, "start_n_top"), _setting(final, "end_n_top")
-  return task_flags.load_task_model(
-      lambda config: build_squad_model(config, start_n_top, end_n_top, 0.0), final)
+def _sizes(config_path):
+  """task.model's sizes from an xlnet_config.json."""
+  config = XLNetConfig.from_json_file(config_path)
+  return {key: getattr(config, key) for key in RELEASED_KEYS}
 
 
-def _record_threshold(final, threshold):
-  """Keeps the v2.0 null threshold with the model, for --do_export."""
-  path = os.path.join(final, SETTINGS_FILE)
-  if tf.io.gfile.exists(path):
-    with tf.io.gfile.GFile(path) as f:
-      settings = json.load(f)
-    settings["null_score_diff_threshold"] = threshold
-    with tf.io.gfile.GFile(path, "w") as f:
-      f.write(json.dumps(settings, indent=2) + "\n")
+def _params(model_source=None):
+  """The xlnet/squad experiment of the flags. `model_source` (a model directory): for
+  --do_predict / --do_export, its network, vocabulary and recorded squad.json settings
+  (the flags given explicitly win)."""
+  features = os.path.join(FLAGS.model_dir, "features")
+  task = {key: FLAGS[key].value for key in (
+      "max_seq_length", "doc_stride", "max_query_length", "max_answer_length",
+      "n_best_size", "start_n_top", "end_n_top", "uncased")}
+  task.update(init_checkpoint=FLAGS.init_checkpoint or "", train_file=FLAGS.train_file or "",
+              predict_file=FLAGS.predict_file or "")
+  if FLAGS.null_score_diff_threshold is not None:
+    task["null_score_diff_threshold"] = FLAGS.null_score_diff_threshold
+  model = {"dropout": FLAGS.dropout, "dropatt": FLAGS.dropatt}
+  train_data = {"global_batch_size": FLAGS.train_batch_size, "seed": FLAGS.seed,
+                "cache_dir": features}
+  validation_data = {"global_batch_size": FLAGS.predict_batch_size, "cache_dir": features}
+  if FLAGS.shuffle_buffer_size is not None:
+    train_data["shuffle_buffer_size"] = FLAGS.shuffle_buffer_size
+  if FLAGS.spiece_model_file:
+    train_data["spiece_model"] = validation_data["spiece_model"] = FLAGS.spiece_model_file
+  if FLAGS.model_config_path:
+    model.update(_sizes(FLAGS.model_config_path))
+  if model_source is not None:                    # the model directory defines the model
+    recorded = squad_task.read_settings(model_source)
+    task.update({key: recorded[key] for key in RECORDED
+                 if key in recorded and not FLAGS[key].present})
+    if recorded.get("version_2_with_negative") is not None:
+      task["version_2_with_negative"] = bool(recorded["version_2_with_negative"])
+    task["init_checkpoint"] = ""
+    model.update(_sizes(os.path.join(model_source, model_directory.CONFIG_FILE)))
+    validation_data["spiece_model"] = os.path.join(model_source, model_directory.SPIECE_FILE)
+  params = exp_factory.get_exp_config(experiments.SQUAD)
+  params.override({
+      "task": {**task, "model": model, "train_data": train_data,
+               "validation_data": validation_data,
+               "optimization": {
+                   "learning_rate": FLAGS.learning_rate, "warmup_steps": FLAGS.warmup_steps,
+                   "weight_decay": FLAGS.weight_decay, "adam_epsilon": FLAGS.adam_epsilon,
+                   "clip_norm": FLAGS.clip, "min_lr_ratio": FLAGS.min_lr_ratio,
+                   "lr_layer_decay_rate": FLAGS.lr_layer_decay_rate,
+                   "lr_layer_decay_mode": FLAGS.lr_layer_decay_mode,
+                   "adam_bias_correction": FLAGS.adam_bias_correction,
+                   "precision": FLAGS.precision, "seed": FLAGS.seed}},
+      "trainer": {"train_steps": FLAGS.train_steps, "steps_per_loop": FLAGS.iterations,
+                  "checkpoint_interval": FLAGS.save_steps,
+                  "max_to_keep": FLAGS.max_checkpoints},
+      "runtime": released_flags.runtime_override()}, is_strict=True)
+  params.validate()
+  params.lock()
+  return params
 
 
-def _windows(sp, examples, is_training, final=None):
-  """Windows of `examples`; for prediction (`final` given) with the model's recorded
-  max_seq_length, doc_stride, max_query_length and uncased unless flags override them."""
-  get = (lambda name: FLAGS[name].value) if final is None else (
-      lambda name: _setting(final, name))
-  continuation = text_alignment.continuation_processor(sp)
-  return [w for e in examples for w in squad_features.squad_windows(
-      sp, e, get("max_seq_length"), get("doc_stride"), get("max_query_length"), is_training,
-      uncased=get("uncased"), continuation=continuation)]
+def _model_source():
+  """MODEL_DIR/best, else MODEL_DIR/final (what train_lib exports)."""
+  for name in (train_lib.BEST_DIR, train_lib.FINAL_DIR):
+    source = os.path.join(FLAGS.model_dir, name)
+    if tf.io.gfile.exists(os.path.join(source, model_directory.CONFIG_FILE)):
+      return source
+  raise SystemExit(f"run_squad: {FLAGS.model_dir}: no fine-tuned model ({train_lib.BEST_DIR}/ "
+                   f"or {train_lib.FINAL_DIR}/); train first (--do_train) or point "
+                   f"--model_dir at a trained run")
 
 
-def _write_json(name, values):
-  with tf.io.gfile.GFile(os.path.join(FLAGS.output_dir, name), "w") as f:
-    f.write(json.dumps(values, indent=2, ensure_ascii=False) + "\n")
+def _predict_dir():
+  return FLAGS.predict_dir or FLAGS.output_dir
+
+
+_STOPPED = (train_lib.ConfigError, FileNotFoundError, FileExistsError,
+            NotADirectoryError) + run_directory.RUN_STOPPED
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  released_flags.apply("run_squad")
   if not (FLAGS.do_train or FLAGS.do_predict or FLAGS.do_export):
     raise app.UsageError("nothing to do: give --do_train, --do_predict and/or --do_export")
   if FLAGS.do_train and not FLAGS.train_file:
     raise app.UsageError("--do_train needs --train_file")
+  if FLAGS.do_train and not (FLAGS.init_checkpoint or FLAGS.spiece_model_file):
+    raise app.UsageError("give --spiece_model_file (or an --init_checkpoint directory "
+                         "holding spiece.model)")
   if FLAGS.do_predict and not FLAGS.predict_file:
     raise app.UsageError("--do_predict needs --predict_file")
-  if FLAGS.do_predict and not FLAGS.output_dir:
-    raise app.UsageError("--do_predict needs --output_dir")
+  if FLAGS.do_predict and not _predict_dir():
+    raise app.UsageError("--do_predict needs --output_dir (or --predict_dir)")
   task_flags.check_paths(
       "run_squad",
       inputs={"init_checkpoint": "directory of pretrained weights", "spiece_model_file":
               "SentencePiece model file", "model_config_path": "xlnet_config.json file",
               "train_file": "SQuAD JSON file", "predict_file": "SQuAD JSON file"},
-      outputs=("model_dir", "output_dir", "export_dir"))
-  final = os.path.join(FLAGS.model_dir, "final")
-  if FLAGS.do_predict:
-    tf.io.gfile.makedirs(FLAGS.output_dir)
+      outputs=("model_dir", "output_dir", "predict_dir", "export_dir"))
 
   if FLAGS.do_train:
-    task_flags.claim_model_dir("run_squad")
-    config, spiece = task_flags.pretrained_config_and_spiece()
-    sp = tokenization.load_spiece(spiece)
-    examples, report = squad.read_squad(FLAGS.train_file)
-    windows = _windows(sp, examples, is_training=True)
-    logging.info("%s: %d questions -> %d windows; %d answers skipped (answer_start "
-                 "mismatch)", FLAGS.train_file, len(examples), len(windows),
-                 report["skipped_answers"])
-    tf.keras.utils.set_random_seed(FLAGS.seed)
-    strategy = strategy_flags.strategy_from_flags()
-    with strategy.scope():
-      model = build_squad_model(config, FLAGS.start_n_top, FLAGS.end_n_top, FLAGS.dropout)
-      optimizer = task_flags.warm_start_and_optimizer(model)
-    losses = train_squad(model, optimizer, window_arrays(windows), FLAGS.train_batch_size,
-                         FLAGS.train_steps, clip_norm=FLAGS.clip, seed=FLAGS.seed,
-                         strategy=strategy)
-    task_flags.save_task_model(model, final, spiece)
-    with tf.io.gfile.GFile(os.path.join(final, SETTINGS_FILE), "w") as f:
-      f.write(json.dumps({**{k: FLAGS[k].value for k in (
-          "uncased", "max_seq_length", "doc_stride", "max_query_length", "start_n_top",
-          "end_n_top")}, "version_2_with_negative": any(e.is_impossible for e in examples)},
-          indent=2) + "\n")
-    print(f"trained {len(losses)} steps: loss {losses[0]:.3f} -> {losses[-1]:.3f}; "
-          f"model in {final}")
+    params = _params()
+    try:
+      train_lib.finetune_options(params, FLAGS.model_dir, FLAGS.stop_at_step)  # the flags
+      summary = train_lib.run(params, "train", FLAGS.model_dir, FLAGS.stop_at_step)["train"]
+    except _STOPPED + (ValueError,) as e:
+      raise SystemExit(f"run_squad: {e}") from None
+    losses = summary["losses"]
+    final = os.path.join(FLAGS.model_dir, train_lib.FINAL_DIR)
+    if not losses:
+      print(f"already trained to step {summary['step']}; model in {final}")
+    elif summary["step"] < FLAGS.train_steps:
+      print(f"trained to step {summary['step']} of {FLAGS.train_steps} (rerun to continue): "
+            f"loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+    else:
+      print(f"trained steps {summary['start_step']}..{summary['step']}: loss "
+            f"{losses[0]:.3f} -> {losses[-1]:.3f} (per loop); model in {final}")
+    if summary["step"] < FLAGS.train_steps:
+      return
 
   if FLAGS.do_predict:
-    model = _load_model(final)
-    sp = tokenization.load_spiece(os.path.join(final, pretrained.SPIECE_FILE))
-    examples, _ = squad.read_squad(FLAGS.predict_file)
-    windows = _windows(sp, examples, is_training=False, final=final)
-    outputs = predict_squad(model, window_arrays(windows), FLAGS.predict_batch_size)
-    answers, nbest, null_scores = squad_postprocess.decode(
-        examples, windows, outputs, n_best=FLAGS.n_best_size,
-        max_answer_length=FLAGS.max_answer_length)
-    gold = squad.gold_answers(examples)
-    has_gold = any(gold.values())
-    version2 = any(e.is_impossible for e in examples)
-    results = {}
-    threshold = FLAGS.null_score_diff_threshold
-    if version2:
-      if threshold is None and has_gold:
-        best = squad_metrics.evaluate(gold, answers, null_scores, version="2.0")
-        threshold = best["best_f1_thresh"]
-      threshold = 0.0 if threshold is None else threshold
-      answers = {q: ("" if null_scores[q] > threshold else a) for q, a in answers.items()}
-      results["null_score_diff_threshold"] = threshold
-      _record_threshold(final, threshold)
-    if has_gold:
-      results.update(squad_metrics.evaluate(gold, answers,
-                                            version="2.0" if version2 else "1.1"))
-      _write_json("eval_results.json", results)
+    source = _model_source()
+    try:
+      task = squad_task.SquadTask(_params(source).task)
+      model = task.load_model_dir(source)
+      results = task.write_predictions(model, _predict_dir())
+    except _STOPPED + (ValueError,) as e:
+      raise SystemExit(f"run_squad: {e}") from None
+    threshold = results.get(squad_task.THRESHOLD_KEY)
+    if threshold is not None:
+      squad_task.record_threshold(source, threshold)
+    scores = {k: v for k, v in results.items() if k != squad_task.THRESHOLD_KEY}
+    if scores:
       print(" ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
                      for k, v in results.items()))
-    _write_json("predictions.json", answers)
-    _write_json("null_odds.json", null_scores)
-    _write_json("nbest_predictions.json", {
-        q: [{"text": c.text, "score": c.score, "start_char": c.start_char}
-            for c in candidates] for q, candidates in nbest.items()})
-    print(f"wrote {len(answers)} predictions to {FLAGS.output_dir}/predictions.json")
+    print(f"wrote {len(task.examples())} predictions to "
+          f"{os.path.join(_predict_dir(), squad_task.PREDICTIONS_FILE)}")
 
   if FLAGS.do_export:
-    export_dir = FLAGS.export_dir or os.path.join(FLAGS.model_dir, "export")
-    squad_export.export_squad(_load_model(final), final, export_dir,
-                              FLAGS.null_score_diff_threshold, FLAGS.max_answer_length)
+    params = _params(_model_source())
+    try:
+      export_dir = train_lib.run(params, "export", FLAGS.model_dir,
+                                 export_dir=FLAGS.export_dir)["export"]
+    except _STOPPED as e:
+      raise SystemExit(f"run_squad: {e}") from None
     print(f"exported the SavedModel (question, context -> answer) to {export_dir}")
 
 

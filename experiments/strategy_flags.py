@@ -14,9 +14,17 @@ _NAMES = {"default": "off", "one_device": "one_device", "mirrored": "mirrored",
           "multi_worker": "multi_worker_mirrored", "tpu": "tpu"}
 
 
+def distribution_strategy() -> str:
+  """The `official.common.distribute_utils` name of the strategy the flags ask for (an
+  experiment's runtime.distribution_strategy): "tpu" with --tpu, else --strategy's
+  ("off" for default: TensorFlow's default strategy, one device)."""
+  values = flags.FLAGS
+  return "tpu" if values.tpu else _NAMES[values.strategy]
+
+
 def strategy_from_flags():
   """The tf.distribute strategy the flags ask for (official.common.distribute_utils)."""
   values = flags.FLAGS
   return distribute_utils.get_distribution_strategy(
-      distribution_strategy="tpu" if values.tpu else _NAMES[values.strategy],
-      num_gpus=values.num_gpus, tpu_address=values.tpu)
+      distribution_strategy=distribution_strategy(), num_gpus=values.num_gpus,
+      tpu_address=values.tpu)

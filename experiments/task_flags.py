@@ -1,23 +1,15 @@
-"""Flags and set-up shared by the span and multiple-choice fine-tuning entry points
-(run_squad.py, run_race.py): the pretrained files, the optimiser, the model folder. The
-optimiser flags and their defaults are the released run_squad.py / run_race.py's.
+"""Flags shared by the span and multiple-choice fine-tuning entry points (run_squad.py,
+run_race.py), with the released scripts' defaults, and the check of their paths.
 
   define_task_flags(learning_rate=3e-5, lr_layer_decay_rate=0.75, train_steps=8000,
                     train_batch_size=48)
-  config, spiece = pretrained_config_and_spiece()
 """
 
-import os
-from typing import Dict, Sequence, Tuple
+from typing import Dict, Sequence
 
-from absl import app
 from absl import flags
-import tensorflow as tf
 
 from xlnet_tf import paths
-from xlnet_tf import pretrained
-from xlnet_tf.configs import XLNetConfig
-from xlnet_tf.training import finetuning
 from xlnet_tf.training import optimization
 
 FLAGS = flags.FLAGS
@@ -69,72 +61,3 @@ def check_paths(tool: str, inputs: Dict[str, str], outputs: Sequence[str]) -> No
       paths.check_output_dir(FLAGS[name].value, f"--{name}")
   except OSError as e:
     raise SystemExit(f"{tool}: {e}") from None
-
-
-def claim_model_dir(tool: str) -> paths.DirectoryLock:
-  """Before training: the optimizer flags are possible (else exit naming the flag) and
-  --model_dir is this run's (a lock, released at exit; a second run into it exits)."""
-  try:
-    optimization.check_settings(
-        FLAGS.learning_rate, FLAGS.train_steps, FLAGS.warmup_steps,
-        weight_decay=FLAGS.weight_decay, adam_epsilon=FLAGS.adam_epsilon,
-        min_lr_ratio=FLAGS.min_lr_ratio, clip=FLAGS.clip,
-        lr_layer_decay_rate=FLAGS.lr_layer_decay_rate,
-        lr_layer_decay_mode=FLAGS.lr_layer_decay_mode,
-        adam_bias_correction=FLAGS.adam_bias_correction)
-    return paths.DirectoryLock(FLAGS.model_dir, tool).acquire()
-  except (ValueError, paths.DirectoryLockedError) as e:
-    raise SystemExit(f"{tool}: {e}") from None
-
-
-def from_init_checkpoint(value, name: str, flag: str) -> str:
-  """`value` if given, else INIT_CHECKPOINT/name if it exists, else a usage error."""
-  if value:
-    return value
-  if FLAGS.init_checkpoint and tf.io.gfile.exists(os.path.join(FLAGS.init_checkpoint, name)):
-    return os.path.join(FLAGS.init_checkpoint, name)
-  raise app.UsageError(f"give --{flag} (or an --init_checkpoint directory holding {name})")
-
-
-def pretrained_config_and_spiece() -> Tuple[XLNetConfig, str]:
-  """The fine-tuning config (memory off, the dropout flags) and the SentencePiece path."""
-  spiece = from_init_checkpoint(FLAGS.spiece_model_file, pretrained.SPIECE_FILE,
-                                "spiece_model_file")
-  config_path = from_init_checkpoint(FLAGS.model_config_path, pretrained.CONFIG_FILE,
-                                     "model_config_path")
-  config = finetuning.finetune_config(XLNetConfig.from_json_file(config_path),
-                                      FLAGS.dropout, FLAGS.dropatt)
-  return config, spiece
-
-
-def warm_start_and_optimizer(model):
-  """Loads --init_checkpoint into the model's encoder; the (layer-wise) Adam(W)."""
-  if FLAGS.init_checkpoint:
-    pretrained.restore_encoder(model.encoder, FLAGS.init_checkpoint)
-  return optimization.build_optimizer(
-      FLAGS.learning_rate, FLAGS.train_steps, FLAGS.warmup_steps,
-      weight_decay=FLAGS.weight_decay, adam_epsilon=FLAGS.adam_epsilon,
-      min_lr_ratio=FLAGS.min_lr_ratio, adam_bias_correction=FLAGS.adam_bias_correction,
-      **optimization.layerwise_decay(model, FLAGS.lr_layer_decay_rate,
-                                     FLAGS.lr_layer_decay_mode))
-
-
-def save_task_model(model, directory: str, spiece: str) -> None:
-  """xlnet_config.json + model.ckpt (tf.train.Checkpoint(model=...)) + spiece.model;
-  refuses (NonFiniteError) a model with a NaN or infinite weight."""
-  finetuning.check_finite(model, directory)
-  tf.io.gfile.makedirs(directory)
-  model.config.to_json_file(os.path.join(directory, pretrained.CONFIG_FILE))
-  tf.train.Checkpoint(model=model).write(os.path.join(directory, pretrained.CHECKPOINT_PREFIX))
-  tf.io.gfile.copy(spiece, os.path.join(directory, pretrained.SPIECE_FILE), overwrite=True)
-
-
-def load_task_model(build, directory: str):
-  """`build(config)` with the weights `save_task_model` wrote (every one checked)."""
-  prefix = os.path.join(directory, pretrained.CHECKPOINT_PREFIX)
-  if not tf.io.gfile.exists(prefix + ".index"):
-    raise FileNotFoundError(f"{directory}: no {pretrained.CHECKPOINT_PREFIX}; train first "
-                            f"(--do_train) or point --model_dir at a trained run")
-  model = build(XLNetConfig.from_json_file(os.path.join(directory, pretrained.CONFIG_FILE)))
-  tf.train.Checkpoint(model=model).read(prefix).assert_existing_objects_matched()
-  return model

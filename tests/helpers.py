@@ -166,3 +166,114 @@ def with_extra_pieces(model_path, pieces, out_path):
   with open(out_path, "wb") as f:
     f.write(proto.SerializeToString())
   return str(out_path)
+
+
+# ---- a RACE-layout sample (no RACE data is bundled) ------------------------------------------
+
+def race_paragraph(chapter: int, index: int) -> str:
+  """Paragraph `index` (non-empty lines) of Moby-Dick chapter `chapter` (bundled corpus)."""
+  path = CORPUS_GLOB.replace("*", f"chapter_{chapter}")
+  with open(path, encoding="utf-8") as f:
+    return [line.strip() for line in f if line.strip()][index]
+
+
+# (level, file, chapter, paragraph, questions, options, answers): real passages, questions
+# about them written for the tests (as in tests/test_race_model_and_cache.py).
+RACE_SAMPLE = (
+    ("middle", "m1.txt", 1, 1,
+     ["What does the narrator ask to be called?", "He went to sea when he had little _ ."],
+     [["Ahab", "Ishmael", "Queequeg", "Starbuck"], ["money", "time", "food", "hope"]],
+     ["B", "A"]),
+    ("middle", "m2.txt", 2, 0,
+     ["Where did the narrator arrive?", "It was a Saturday night in _ ."],
+     [["Nantucket", "Boston", "New Bedford", "Cape Horn"],
+      ["May", "July", "October", "December"]],
+     ["C", "D"]),
+    ("high", "h1.txt", 3, 0,
+     ["What hung on one side of the entry?"],
+     [["a harpoon", "an oilpainting", "a map", "a lantern"]], ["B"]),
+    ("high", "h2.txt", 1, 2,
+     ["Which city is belted round by wharves?", "The streets take you _ ."],
+     [["the Manhattoes", "London", "Nantucket", "Salem"],
+      ["inland", "uphill", "waterward", "homeward"]],
+     ["A", "C"]),
+)
+
+
+def write_race_sample(root, splits=("dev",)) -> list:
+  """Writes RACE_SAMPLE as DATA_DIR/<split>/{middle,high}/*.txt for every split (7
+  questions each; the h1.txt article cut to 12 words, so its rows are padded); returns the
+  files, sorted."""
+  files = []
+  for split in splits:
+    for level, name, chapter, paragraph, questions, options, answers in RACE_SAMPLE:
+      folder = os.path.join(os.fspath(root), split, level)
+      os.makedirs(folder, exist_ok=True)
+      article = race_paragraph(chapter, paragraph)
+      if name == "h1.txt":
+        article = " ".join(article.split()[:12])
+      path = os.path.join(folder, name)
+      with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps({"id": f"{level}{name}", "article": article,
+                            "questions": questions, "options": options,
+                            "answers": answers}))
+      files.append(path)
+  return sorted(files)
+
+
+# ---- SQuAD: a model's outputs on cached windows ----------------------------------------------
+
+# The head's inference outputs `squad_postprocess.decode` reads.
+SQUAD_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs",
+                 "end_top_index", "cls_logits")
+
+
+def squad_window_outputs(model, examples, spiece_model, cache_dir, max_seq_length,
+                         doc_stride, max_query_length, batch_size=7, is_training=False):
+  """(windows, outputs): the Python windows of `examples` (`squad_features.squad_windows`,
+  made as the cache makes them; `is_training`: the training windows, cut at the gold
+  answer) and `model`'s inference outputs on each, in order. The model reads the windows
+  streamed in order from their TFRecord cache (`squad_features.cached_windows` in
+  `cache_dir`, read by `squad_dataset` in batches of `batch_size`), whose inputs are
+  checked to be the Python windows'."""
+  from xlnet_tf.data import squad_features  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.data import text_alignment  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.data import tokenization  # pylint: disable=g-import-not-at-top
+  sp = tokenization.load_spiece(spiece_model)
+  continuation = text_alignment.continuation_processor(sp)
+  windows = [w for e in examples for w in squad_features.squad_windows(
+      sp, e, max_seq_length, doc_stride, max_query_length, is_training=is_training,
+      continuation=continuation)]
+  path = squad_features.cached_windows(examples, spiece_model, max_seq_length, doc_stride,
+                                       max_query_length, is_training=is_training,
+                                       cache_dir=os.fspath(cache_dir), sp=sp)
+  keys = ("input_ids", "segment_ids", "input_mask", "p_mask", "cls_index")
+  step = tf.function(lambda batch: model(batch, training=False))
+  read = {k: [] for k in keys + ("window_id",)}
+  outputs = {k: [] for k in SQUAD_OUTPUTS}
+  for batch in squad_features.squad_dataset(path, batch_size, is_training=False):
+    for key, value in step({k: batch[k] for k in keys}).items():
+      if key in outputs:
+        outputs[key].append(value.numpy())
+    for key in read:
+      read[key].append(batch[key].numpy())
+  read = {k: np.concatenate(v) for k, v in read.items()}
+  np.testing.assert_array_equal(read["window_id"], np.arange(len(windows)))
+  for key in keys:
+    np.testing.assert_array_equal(
+        read[key], np.array([getattr(w, key) for w in windows], read[key].dtype), key)
+  return windows, {k: np.concatenate(v) for k, v in outputs.items()}
+
+
+def tensorboard_losses(model_dir) -> list:
+  """The "loss" scalars of MODEL_DIR/train's TensorBoard events, one per step in step
+  order (a step written twice, by a killed run and its rerun, counts once: the last)."""
+  import glob as glob_lib  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  by_step = {}
+  for path in sorted(glob_lib.glob(os.path.join(os.fspath(model_dir), "train", "events*"))):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        if value.tag == "loss":
+          by_step[event.step] = float(tf.make_ndarray(value.tensor))
+  return [by_step[s] for s in sorted(by_step)]

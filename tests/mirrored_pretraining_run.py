@@ -16,6 +16,7 @@ import tensorflow as tf  # noqa: E402
 tf.config.set_logical_device_configuration(
     tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
 
+from xlnet_tf import model_directory
 from xlnet_tf import pretrained  # noqa: E402
 from xlnet_tf.data import pretrain_records  # noqa: E402
 from xlnet_tf.data.pretrain_reader import replica_row_order  # noqa: E402
@@ -25,7 +26,7 @@ from xlnet_tf.training import pretraining  # noqa: E402
 def main(records, init_dir, work, steps):
   settings = pretrain_records.load_manifest(records)["settings"]
   config = pretrained.XLNetConfig.from_json_file(
-      os.path.join(init_dir, pretrained.CONFIG_FILE))
+      os.path.join(init_dir, model_directory.CONFIG_FILE))
   results = {}
   for name, strategy in (("one_device", tf.distribute.OneDeviceStrategy("/cpu:0")),
                          ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):

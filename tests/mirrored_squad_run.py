@@ -1,9 +1,16 @@
-"""Fine-tunes a small SQuAD model on one device and under MirroredStrategy on 2 logical CPUs
-from the same initial weights and batches (a process of its own: logical devices must be
-set before TensorFlow runs anything). Used by test_squad_training.py; prints one JSON line
-with both runs' losses and the largest difference of their final weights.
+"""Fine-tunes a small model on the xlnet/squad task on one device and under MirroredStrategy
+on 2 logical CPUs, from the same initial weights and the same windows (a process of its
+own: logical devices must be set before TensorFlow runs anything). Used by
+test_squad_training.py; prints one JSON line with both runs' losses and the largest
+difference of their final weights.
 
-  python tests/mirrored_squad_run.py SPIECE_MODEL SQUAD_JSON STEPS
+Each run is what the driver's training is (`tasks.train_lib.train`): the model and
+optimizer of `finetuning.build_model_and_optimizer` (task.build_model), trained by
+`finetuning.train_model` (the common Trainer) on the task's windows streamed from their
+TFRecord cache (task.build_inputs) with the task's loss; only the strategy is given here
+(runtime.distribution_strategy "mirrored" is one CPU replica when there is no GPU).
+
+  python tests/mirrored_squad_run.py SPIECE_MODEL SQUAD_JSON WORK_DIR STEPS
 """
 
 import json
@@ -18,36 +25,54 @@ import tensorflow as tf  # noqa: E402
 tf.config.set_logical_device_configuration(
     tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from helpers import small_config  # noqa: E402
-from xlnet_tf.data import squad  # noqa: E402
-from xlnet_tf.data import squad_features  # noqa: E402
-from xlnet_tf.data import tokenization  # noqa: E402
-from xlnet_tf.models.xlnet_squad import build_squad_model  # noqa: E402
-from xlnet_tf.training import optimization  # noqa: E402
-from xlnet_tf.training.squad_training import train_squad  # noqa: E402
-from xlnet_tf.training.squad_training import window_arrays  # noqa: E402
+from official.core import exp_factory  # noqa: E402
+from official.core import task_factory  # noqa: E402
+
+from xlnet_tf.tasks import experiments  # noqa: E402
+from xlnet_tf.tasks import train_lib  # noqa: E402
+from xlnet_tf.training import finetuning  # noqa: E402
 
 
-def main(spiece_model, squad_json, steps):
-  sp = tokenization.load_spiece(spiece_model)
-  examples, _ = squad.read_squad(squad_json)
-  windows = [w for e in examples for w in squad_features.squad_windows(
-      sp, e, max_seq_length=128, doc_stride=64, max_query_length=32, is_training=True)]
-  arrays = window_arrays(windows)
+def squad_params(spiece_model, squad_json, cache_dir, steps):
+  """xlnet/squad: the tests' small_config(n_token=4000) (2 layers, d_model 16, dropout
+  off), windows of 128 pieces every 64, batches of 8, Adam 1e-3 without weight decay."""
+  params = exp_factory.get_exp_config(experiments.SQUAD)
+  data = {"spiece_model": spiece_model, "cache_dir": cache_dir}
+  params.override({
+      "task": {
+          "train_file": squad_json, "predict_file": squad_json,
+          "max_seq_length": 128, "doc_stride": 64, "max_query_length": 32,
+          "start_n_top": 3, "end_n_top": 3,
+          "model": {"n_layer": 2, "d_model": 16, "n_head": 2, "d_head": 8, "d_inner": 32,
+                    "n_token": 4000, "dropout": 0.0, "dropatt": 0.0},
+          "train_data": {"global_batch_size": 8, **data},
+          "validation_data": data,
+          "optimization": {"learning_rate": 1e-3, "warmup_steps": 1, "weight_decay": 0.0,
+                           "adam_epsilon": 1e-6, "lr_layer_decay_rate": 1.0}},
+      "trainer": {"train_steps": steps, "steps_per_loop": 1,
+                  "checkpoint_interval": steps}}, is_strict=True)
+  return params
+
+
+def main(spiece_model, squad_json, work, steps):
+  params = squad_params(spiece_model, squad_json, os.path.join(work, "features"), steps)
+  task = task_factory.get_task(params.task)
+  train_path = task.features_path(params.task.train_data)
   results, weights = {}, {}
   for name, strategy in (("one_device", tf.distribute.OneDeviceStrategy("/cpu:0")),
                          ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
-    tf.keras.utils.set_random_seed(0)
-    with strategy.scope():
-      model = build_squad_model(small_config(n_token=4000), 3, 3, dropout_rate=0.0)
-      optimizer = optimization.build_optimizer(1e-3, steps, 1, weight_decay=0.0)
-    initial = [v.numpy() for v in model.weights]
-    losses = train_squad(model, optimizer, arrays, batch_size=8, steps=steps,
-                         strategy=strategy)
+    options = train_lib.finetune_options(params, os.path.join(work, name))
+    model, optimizer = finetuning.build_model_and_optimizer(strategy, options,
+                                                            task.build_model)
+    weights[name + "_initial"] = [v.numpy() for v in model.weights]
+    summary = finetuning.train_model(
+        strategy, model, optimizer,
+        lambda ctx: task.build_inputs(params.task.train_data, ctx, path=train_path),
+        options, loss_fn=task.loss_fn(), input_keys=task.INPUT_KEYS,
+        forward_fn=task.forward_fn())
+    assert summary["step"] == steps, summary
     weights[name] = [v.numpy() for v in model.weights]
-    weights[name + "_initial"] = initial
-    results[name] = {"losses": losses, "replicas": strategy.num_replicas_in_sync}
+    results[name] = {"losses": summary["losses"], "replicas": strategy.num_replicas_in_sync}
   results["max_weight_difference"] = max(
       float(np.max(np.abs(a - b))) for a, b in zip(weights["one_device"], weights["mirrored"]))
   results["max_weight_change"] = max(
@@ -60,4 +85,4 @@ def main(spiece_model, squad_json, steps):
 
 
 if __name__ == "__main__":
-  main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+  main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))

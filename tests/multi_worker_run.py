@@ -21,6 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from xlnet_tf import model_directory
 from xlnet_tf import pretrained  # noqa: E402
 from xlnet_tf.data import pretrain_dataset  # noqa: E402
 from xlnet_tf.data import pretrain_records  # noqa: E402
@@ -47,11 +48,11 @@ def _weights(model):
 def worker(records, init_dir, model_dir, steps):
   strategy = tf.distribute.MultiWorkerMirroredStrategy()
   config = pretrained.XLNetConfig.from_json_file(os.path.join(init_dir,
-                                                              pretrained.CONFIG_FILE))
+                                                              model_directory.CONFIG_FILE))
   summary = pretraining.run_pretraining(strategy, config, records,
                                         _options(model_dir, steps, init_dir))
   resolver = strategy.cluster_resolver
-  export = pretrained.load_pretrained(summary["export_dir"]) if resolver.task_id == 0 else None
+  export = pretrained.load_pretrained(summary["final_dir"]) if resolver.task_id == 0 else None
   print(json.dumps({"task_id": resolver.task_id, "replicas": strategy.num_replicas_in_sync,
                     "losses": summary["losses"],
                     "weights": _weights(export) if export is not None else None}))
@@ -62,7 +63,7 @@ def reference(records, init_dir, model_dir, steps):
   settings = manifest["settings"]
   rows = settings["bsz_per_host"]
   config = pretrained.XLNetConfig.from_json_file(os.path.join(init_dir,
-                                                              pretrained.CONFIG_FILE))
+                                                              model_directory.CONFIG_FILE))
   tf.keras.utils.set_random_seed(0)
   strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
   with strategy.scope():
@@ -72,7 +73,7 @@ def reference(records, init_dir, model_dir, steps):
         options.learning_rate, options.train_steps, options.warmup_steps,
         weight_decay=options.weight_decay, adam_epsilon=options.adam_epsilon,
         min_lr_ratio=options.min_lr_ratio, adam_bias_correction=options.adam_bias_correction)
-  pretrained.restore_weights(model, os.path.join(init_dir, pretrained.CHECKPOINT_PREFIX))
+  pretrained.restore_weights(model, os.path.join(init_dir, model_directory.CHECKPOINT_PREFIX))
   memories = ReplicaMemories(strategy, config.n_layer, 2 * rows, config.mem_len,
                              config.d_model)
   pipelines = [pretrain_dataset(records, rows, tf.distribute.InputContext(2, i, 2),

@@ -20,29 +20,26 @@ import tensorflow as tf
 
 from helpers import serve_fresh
 from helpers import small_config
+from helpers import squad_window_outputs
 from released_checkpoint import classification_head_arrays
 from released_checkpoint import original_encoder_arrays
 from released_checkpoint import race_head_arrays
 from released_checkpoint import squad_head_arrays
 from released_checkpoint import summary_arrays
 from released_checkpoint import write_released_dir
+from xlnet_tf import model_directory
 from xlnet_tf import load_pretrained
 from xlnet_tf import released_names
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.convert import ConvertOptions
 from xlnet_tf.convert import convert
 from xlnet_tf.data import squad
-from xlnet_tf.data import squad_features
 from xlnet_tf.data import tokenization
 from xlnet_tf.evaluation import squad_postprocess
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_classifier import load_released_classifier
 from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.models.xlnet_squad import load_released_squad
-from xlnet_tf.training import finetuning
-from xlnet_tf.training.race_training import choice_logits
-from xlnet_tf.training.squad_training import predict_squad
-from xlnet_tf.training.squad_training import window_arrays
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The released cased SentencePiece model (32,000 pieces; see its README.md).
@@ -206,7 +203,7 @@ def test_classifier_checkpoint_converts_with_its_head(case, tmp_path):
   assert sorted(report["task_head"]["variables"]) == sorted(heads)
   assert report["skipped_task_head_variables"] == []
   assert report["variables"] == len(arrays) + len(heads)
-  model, spec = finetuning.load_classifier(os.fspath(tmp_path / "out"))
+  model, spec = model_directory.load_classifier(os.fspath(tmp_path / "out"))
   assert (spec.task_name, spec.is_regression) == (task, regression)
   assert (None if spec.labels is None else tuple(spec.labels)) == labels
   # The original's "mean" includes the padding: ours is "mean_with_padding".
@@ -243,7 +240,7 @@ def test_squad_checkpoint_converts_with_its_head(tmp_path):
                       "max_query_length": 64, "start_n_top": 3, "end_n_top": 2,
                       "version_2_with_negative": True, "null_score_diff_threshold": -1.5}
 
-  # Loaded as run_squad loads MODEL_DIR/final (task_flags.load_task_model).
+  # Loaded by hand (the checkpoint holds the whole model: encoder and head).
   out = tmp_path / "out"
   model = build_squad_model(XLNetConfig.from_json_file(os.fspath(out / "xlnet_config.json")),
                             start_n_top=3, end_n_top=2, dropout_rate=0.0)
@@ -278,16 +275,14 @@ def test_race_checkpoint_converts_with_its_head(tmp_path):
   _check_absent(report, "the task model has no LM head")
   assert report["task_settings"]["max_seq_length"] == 512
 
-  out = tmp_path / "out"              # loaded as run_race loads MODEL_DIR/final
-  model = build_classifier(XLNetConfig.from_json_file(os.fspath(out / "xlnet_config.json")),
-                           1, summary_type="last")
-  tf.train.Checkpoint(model=model).read(os.fspath(out / "model.ckpt")
-                                        ).assert_existing_objects_matched()
+  out = tmp_path / "out"     # loaded as the xlnet/race task loads MODEL_DIR/final (run_race)
+  model, spec = model_directory.load_race(os.fspath(out))
+  assert (spec.summary_type, spec.use_proj) == ("last", True)
   _assert_encoder_is_the_checkpoints(model.encoder, arrays)
 
   rows = _inputs(np.random.default_rng(3), 8, 14, lengths=[14, 12, 9, 11, 14, 6, 8, 13])
   batch = {k: tf.constant(v.reshape(2, 4, 14)) for k, v in rows.items()}
-  got = choice_logits(model, batch, training=False).numpy()                 # [2, 4]
+  got = model(batch, training=False)["logits"].numpy()                      # [2, 4]
   hidden = model.encoder({k: tf.constant(v) for k, v in rows.items()},
                          training=False)["content"].numpy().astype(np.float64)
   summary = original_summary(hidden, rows["input_mask"], heads, "last", True)
@@ -354,7 +349,7 @@ def test_converted_classifier_serves_raw_text(tmp_path):
   serve = tf.saved_model.load(os.fspath(tmp_path / "export")).signatures["serving_default"]
   served = serve(text_a=tf.constant(texts))
 
-  model, spec = finetuning.load_classifier(os.fspath(tmp_path / "imdb" / "final"))
+  model, spec = model_directory.load_classifier(os.fspath(tmp_path / "imdb" / "final"))
   sp = tokenization.load_spiece(RELEASED_SPIECE)
   features = [classifier_features.encode_example(sp, InputExample(str(i), t, None, None), 24)
               for i, t in enumerate(texts)]
@@ -415,12 +410,10 @@ def test_converted_squad_model_serves_raw_text(tmp_path):
   tf.train.Checkpoint(model=model).read(os.fspath(final / "model.ckpt")
                                         ).assert_existing_objects_matched()
   _assert_encoder_is_the_checkpoints(model.encoder, arrays)
-  sp = tokenization.load_spiece(os.fspath(final / "spiece.model"))
-  windows = [w for e in examples for w in squad_features.squad_windows(
-      sp, e, settings["max_seq_length"], settings["doc_stride"], settings["max_query_length"],
-      is_training=False)]
+  windows, outputs = squad_window_outputs(
+      model, examples, os.fspath(final / "spiece.model"), tmp_path / "cache",
+      settings["max_seq_length"], settings["doc_stride"], settings["max_query_length"])
   assert len(windows) == len(examples)
-  outputs = predict_squad(model, window_arrays(windows))
   answers, nbest, _ = squad_postprocess.decode(examples, windows, outputs,
                                                max_answer_length=64, null_threshold=0.0)
 

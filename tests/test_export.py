@@ -10,12 +10,12 @@ import tensorflow as tf
 
 from helpers import serve_fresh
 from helpers import small_config
+from xlnet_tf import model_directory
 from xlnet_tf.data import classifier_features
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.classifier_tasks import InputExample
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.serving.export import export_classifier
-from xlnet_tf.training import finetuning
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SENTIMENT = os.path.join(ROOT, "data_prep", "sample_data", "sentiment",
@@ -32,10 +32,10 @@ def _sentences(count):
 @pytest.fixture(scope="module")
 def exported(spiece_model, tmp_path_factory):
   work = tmp_path_factory.mktemp("export")
-  spec = finetuning.ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
-                                   max_seq_length=SEQ)
+  spec = model_directory.ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
+                                        max_seq_length=SEQ)
   model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
-  finetuning.save_classifier(model, spec, str(work / "model"), spiece_model)
+  model_directory.save(model, str(work / "model"), spec, spiece_model)
   export_dir = export_classifier(str(work / "model"), str(work / "saved_model"))
   return model, spec, export_dir
 

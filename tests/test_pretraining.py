@@ -70,8 +70,8 @@ def test_a_small_model_learns_well_below_the_unigram_entropy(pretraining_records
     for event in tf.compat.v1.train.summary_iterator(path):
       tags.update(v.tag for v in event.summary.value)
   assert {"loss", "learning_rate", "grad_norm", "tokens_per_sec"} <= tags
-  exported = load_pretrained(summary["export_dir"])
-  assert os.path.exists(os.path.join(summary["export_dir"], "spiece.model"))
+  exported = load_pretrained(summary["final_dir"])
+  assert os.path.exists(os.path.join(summary["final_dir"], "spiece.model"))
   assert exported.config == config
   np.testing.assert_array_equal(exported.encoder.word_embedding.numpy(),
                                 tf.train.load_variable(

@@ -22,6 +22,7 @@ import tensorflow as tf
 from helpers import run_fresh
 from helpers import small_config
 from hf_reference import make_hf_model
+from xlnet_tf import model_directory
 from xlnet_tf import convert as convert_module
 from xlnet_tf import pretrained
 from xlnet_tf.convert import convert
@@ -264,18 +265,17 @@ def _exports(spiece_model, tmp_path_factory):
   from xlnet_tf.models.xlnet_squad import build_squad_model  # pylint: disable=g-import-not-at-top
   from xlnet_tf.serving import export  # pylint: disable=g-import-not-at-top
   from xlnet_tf.serving import squad_export  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.training import finetuning  # pylint: disable=g-import-not-at-top
   work = tmp_path_factory.mktemp("exports")
-  spec = finetuning.ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
-                                   max_seq_length=SEQ)
+  spec = model_directory.ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
+                                        max_seq_length=SEQ)
   model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
-  finetuning.save_classifier(model, spec, os.fspath(work / "classifier"), spiece_model)
+  model_directory.save(model, os.fspath(work / "classifier"), spec, spiece_model)
   classifier = export.export_classifier(os.fspath(work / "classifier"),
                                         os.fspath(work / "classifier_export"), pair=True)
   squad_dir = work / "squad"
   squad_dir.mkdir()
-  shutil.copyfile(spiece_model, squad_dir / pretrained.SPIECE_FILE)
-  (squad_dir / squad_export.SETTINGS_FILE).write_text(json.dumps(
+  shutil.copyfile(spiece_model, squad_dir / model_directory.SPIECE_FILE)
+  (squad_dir / model_directory.SQUAD_FILE).write_text(json.dumps(
       {"max_seq_length": 48, "max_query_length": 16, "uncased": False}))
   squad = squad_export.export_squad(build_squad_model(small_config(n_token=4000)),
                                     os.fspath(squad_dir), os.fspath(work / "squad_export"))

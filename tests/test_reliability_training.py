@@ -15,8 +15,10 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+import helpers
 from helpers import pretrain_config
 from helpers import small_config
+from xlnet_tf import model_directory
 from xlnet_tf import paths
 from xlnet_tf.data import classifier_features
 from xlnet_tf.data import classifier_tasks
@@ -27,7 +29,7 @@ from xlnet_tf.training import finetuning
 from xlnet_tf.training import pretraining
 from xlnet_tf.training import run_directory
 from xlnet_tf.training.checkpointing import GuardedCheckpointManager
-from xlnet_tf.training.checkpointing import NonFiniteError
+from xlnet_tf.model_directory import NonFiniteError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -102,13 +104,13 @@ def test_pretraining_that_diverges_leaves_only_finite_checkpoints(pretraining_re
 
 
 def test_a_fine_tuned_model_with_nan_weights_is_not_saved(tmp_path):
-  spec = finetuning.ClassifierSpec(task_name="t", labels=("a", "b"))
+  spec = model_directory.ClassifierSpec(task_name="t", labels=("a", "b"))
   model = finetuning.build_classifier(small_config(), 2)
   model({"input_ids": tf.zeros([1, 4], tf.int32)})
   model.encoder.word_embedding.assign(
       tf.fill(tf.shape(model.encoder.word_embedding), np.nan))
   with pytest.raises(NonFiniteError, match="nothing was written"):
-    finetuning.save_classifier(model, spec, str(tmp_path / "final"), None)
+    model_directory.save(model, str(tmp_path / "final"), spec, None)
   assert not (tmp_path / "final").exists()
 
 
@@ -164,8 +166,8 @@ def _fine_tune(features, model_dir, config=None, grad_accum_steps=2, **options):
                 grad_accum_steps=grad_accum_steps)
   values.update(options)
   options = finetuning.FinetuneOptions(**values)
-  spec = finetuning.ClassifierSpec(task_name="movie_reviews", labels=("0", "1"),
-                                   max_seq_length=32)
+  spec = model_directory.ClassifierSpec(task_name="movie_reviews", labels=("0", "1"),
+                                        max_seq_length=32)
   strategy = tf.distribute.get_strategy()
   tf_keras.utils.set_random_seed(1)
   model, optimizer = finetuning.build_for_training(strategy, config, spec, options,
@@ -217,16 +219,8 @@ def test_pretrain_cli_killed_and_rerun_gives_the_uninterrupted_losses(pretrainin
   rerun = _cli(["experiments.pretrain", f"--model_dir={split}"] + common)
   assert rerun.returncode == 0, rerun.stderr[-3000:]
 
-  def losses(model_dir):
-    by_step = {}
-    for path in sorted(glob.glob(os.path.join(str(model_dir), "train", "events*"))):
-      for event in tf.compat.v1.train.summary_iterator(path):
-        for value in event.summary.value:
-          if value.tag == "loss":
-            by_step[event.step] = float(tf.make_ndarray(value.tensor))
-    return [by_step[s] for s in sorted(by_step)]
-
-  whole, resumed = losses(tmp_path / "whole"), losses(split)
+  whole = helpers.tensorboard_losses(tmp_path / "whole")
+  resumed = helpers.tensorboard_losses(split)
   assert len(whole) == len(resumed) == 24
   np.testing.assert_allclose(resumed, whole, rtol=1e-6, atol=1e-6)
 

@@ -12,8 +12,9 @@ import tensorflow as tf
 from helpers import CORPUS_GLOB
 from helpers import serve_fresh
 from helpers import small_config
+from helpers import squad_window_outputs
 from helpers import with_extra_pieces
-from xlnet_tf import pretrained
+from xlnet_tf import model_directory
 from xlnet_tf.data import squad
 from xlnet_tf.data import squad_features
 from xlnet_tf.data import text_alignment
@@ -23,8 +24,6 @@ from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.serving import squad_export
 from xlnet_tf.serving import squad_text
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
-from xlnet_tf.training.squad_training import predict_squad
-from xlnet_tf.training.squad_training import window_arrays
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QA_FILES = sorted(glob.glob(os.path.join(ROOT, "data_prep", "sample_data", "qa", "*.json")))
@@ -124,11 +123,9 @@ def test_exported_model_answers_raw_text_like_the_python_path(spiece_model, tmp_
   tf.keras.utils.set_random_seed(3)
   model = build_squad_model(small_config(n_token=4000), start_n_top=8, end_n_top=8,
                             dropout_rate=0.0)
-  # The Python path: windows -> model -> decode.
-  sp = tokenization.load_spiece(spiece_model)
-  windows = [w for e in examples for w in squad_features.squad_windows(
-      sp, e, seq, 128, query, is_training=False)]
-  outputs = predict_squad(model, window_arrays(windows))
+  # The Python path: windows (streamed from their TFRecord cache) -> model -> decode.
+  windows, outputs = squad_window_outputs(model, examples, spiece_model, tmp_path / "cache",
+                                          seq, 128, query)
   null = {w.qas_id: float(outputs["cls_logits"][k]) for k, w in enumerate(windows)}
   threshold = float(np.median(list(null.values())))   # some questions answered "", some not
   answers, nbest, _ = squad_postprocess.decode(examples, windows, outputs,
@@ -136,8 +133,8 @@ def test_exported_model_answers_raw_text_like_the_python_path(spiece_model, tmp_
                                                null_threshold=threshold)
   model_dir = tmp_path / "model"
   model_dir.mkdir()
-  tf.io.gfile.copy(spiece_model, str(model_dir / pretrained.SPIECE_FILE))
-  (model_dir / squad_export.SETTINGS_FILE).write_text(json.dumps({
+  tf.io.gfile.copy(spiece_model, str(model_dir / model_directory.SPIECE_FILE))
+  (model_dir / model_directory.SQUAD_FILE).write_text(json.dumps({
       "max_seq_length": seq, "max_query_length": query, "uncased": False,
       "version_2_with_negative": True, "null_score_diff_threshold": threshold}))
   export_dir = squad_export.export_squad(model, str(model_dir), str(tmp_path / "saved"),

@@ -1,49 +1,88 @@
-"""A small XLNet learns a few real SQuAD questions to EM 100 through the whole path
-(windows -> head -> loss -> decoding -> official EM), and answers a constructed
-unanswerable question with the null answer (SQuAD 2.0)."""
+"""A small XLNet learns a few real SQuAD questions to EM 100 through the whole path of the
+xlnet/squad task (windows cached as TFRecords -> head -> loss -> the driver's training ->
+decoding -> official EM), and answers a constructed unanswerable question with the null
+answer (SQuAD 2.0)."""
 
+import json
 import os
 
+from official.core import task_factory
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from helpers import small_config
+from helpers import squad_window_outputs
+from xlnet_tf.data import feature_cache
 from xlnet_tf.data import squad
-from xlnet_tf.data import squad_features
-from xlnet_tf.data import tokenization
 from xlnet_tf.evaluation import squad_metrics
 from xlnet_tf.evaluation import squad_postprocess
-from xlnet_tf.models.xlnet_squad import build_squad_model
-from xlnet_tf.training import optimization
-from xlnet_tf.training.squad_training import predict_squad
-from xlnet_tf.training.squad_training import train_squad
-from xlnet_tf.training.squad_training import window_arrays
+from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import train_lib as driver
 
 SQUAD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                      "data_prep", "sample_data", "qa", "squad.json")
+UNANSWERABLE = "Which astronaut studied at the Grotto in 1990?"
+
+
+def _with_unanswerable(path):
+  """The sample with a constructed unanswerable question over its first passage, last."""
+  with open(SQUAD) as f:
+    data = json.load(f)
+  first = data["data"][0]["paragraphs"][0]["context"]
+  data["data"][-1]["paragraphs"].append({"context": first, "qas": [
+      {"id": "constructed-unanswerable", "question": UNANSWERABLE, "answers": [],
+       "is_impossible": True}]})
+  path.write_text(json.dumps(data))
+  return str(path)
 
 
 @pytest.mark.slow
-def test_overfits_real_questions_and_learns_the_null_answer(spiece_model):
-  sp = tokenization.load_spiece(spiece_model)
-  examples, _ = squad.read_squad(SQUAD)
-  examples.append(squad.SquadExample(                 # constructed over a real passage
-      "constructed-unanswerable", "Which astronaut studied at the Grotto in 1990?",
-      examples[0].context, (), True))
-  windows = [w for e in examples for w in squad_features.squad_windows(
-      sp, e, max_seq_length=192, doc_stride=64, max_query_length=32, is_training=True)]
-  assert len(windows) > len(examples)                 # answers are decoded across windows
-  tf.keras.utils.set_random_seed(0)
-  model = build_squad_model(small_config(n_token=4000, d_model=64, n_head=4, d_head=16,
-                                         d_inner=128), start_n_top=3, end_n_top=3,
-                            dropout_rate=0.0)
-  optimizer = optimization.build_optimizer(2e-3, 300, 20, weight_decay=0.0)
-  arrays = window_arrays(windows)
-  losses = train_squad(model, optimizer, arrays, batch_size=len(windows), steps=300)
+def test_overfits_real_questions_and_learns_the_null_answer(spiece_model, tmp_path):
+  v2 = _with_unanswerable(tmp_path / "squad_v2.json")
+  examples, _ = squad.read_squad(v2)
+  assert examples[-1].qas_id == "constructed-unanswerable"
+  assert examples[-1].context == examples[0].context
+  config = small_config(n_token=4000, d_model=64, n_head=4, d_head=16, d_inner=128)
+  cache = str(tmp_path / "features")
+  data = f"spiece_model={spiece_model},cache_dir={cache}"
+
+  def params(global_batch_size):
+    return driver.parse_params(experiments.SQUAD, None, ",".join([
+        f"task.train_file={v2}", f"task.predict_file={v2}", "task.max_seq_length=192",
+        "task.doc_stride=64", "task.max_query_length=32", "task.start_n_top=3",
+        "task.end_n_top=3",
+        *(f"task.model.{k}={getattr(config, k)}" for k in (
+            "n_layer", "d_model", "n_head", "d_head", "d_inner", "n_token", "dropout",
+            "dropatt")),
+        *(f"task.{split}.{kv}" for split in ("train_data", "validation_data")
+          for kv in data.split(",")),
+        f"task.train_data.global_batch_size={global_batch_size}",
+        "task.optimization.learning_rate=2e-3", "task.optimization.warmup_steps=20",
+        "task.optimization.weight_decay=0.0", "task.optimization.adam_epsilon=1e-6",
+        "task.optimization.lr_layer_decay_rate=1.0", "trainer.train_steps=300",
+        "trainer.steps_per_loop=1", "trainer.checkpoint_interval=300"]))
+
+  # Every training window in each step (the batch is the whole cache).
+  task = task_factory.get_task(params(1).task)
+  num_windows = feature_cache.read_cache_info(
+      task.features_path(task.task_config.train_data))["num_examples"]
+  assert num_windows > len(examples)                  # answers are decoded across windows
+  run = params(num_windows)
+  losses = driver.run(run, "train", str(tmp_path / "run"))["train"]["losses"]
+  assert len(losses) == 300
   assert losses[-1] < 0.05 * losses[0], (losses[0], losses[-1])
 
-  outputs = predict_squad(model, arrays)
+  # The fine-tuned model (MODEL_DIR/final) on the windows it learnt, streamed in order from
+  # their cache, decoded with the null threshold 0 (SQuAD 2.0: the task trained the answer
+  # class, the file having an unanswerable question).
+  task = task_factory.get_task(run.task)
+  assert task.version_2
+  model = task.load_model_dir(str(tmp_path / "run" / "final"))
+  windows, outputs = squad_window_outputs(model, examples, spiece_model,
+                                          tmp_path / "predict", 192, 64, 32,
+                                          is_training=True)
+  assert len(windows) == num_windows
   answers, nbest, null_scores = squad_postprocess.decode(examples, windows, outputs,
                                                          null_threshold=0.0)
   gold = squad.gold_answers(examples)
@@ -99,8 +138,9 @@ def test_run_squad_command_trains_predicts_and_scores(spiece_model, tmp_path):
     assert start == nbest[example.qas_id][0]["start_char"]
 
 
-def test_mirrored_fine_tuning_equals_one_device(spiece_model):
-  """Two replicas on the same global batches make the same updates as one device."""
+def test_mirrored_fine_tuning_equals_one_device(spiece_model, tmp_path):
+  """Two replicas on the same global batches make the same updates as one device (the
+  xlnet/squad task's training, tests/mirrored_squad_run.py)."""
   import json
   import subprocess
   import sys
@@ -108,7 +148,8 @@ def test_mirrored_fine_tuning_equals_one_device(spiece_model):
   env = {**os.environ, "PYTHONPATH": root}
   result = subprocess.run(
       [sys.executable, os.path.join(root, "tests", "mirrored_squad_run.py"), spiece_model,
-       SQUAD, "4"], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+       SQUAD, str(tmp_path), "4"], cwd=root, env=env, capture_output=True, text=True,
+      timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
   runs = json.loads(result.stdout.strip().splitlines()[-1])
   assert runs["mirrored"]["replicas"] == 2 and runs["same_initial_weights"]

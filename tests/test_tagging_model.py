@@ -18,6 +18,7 @@ import transformers
 from helpers import max_rel_error
 from helpers import small_config
 from hf_reference import make_hf_model
+from xlnet_tf import model_directory
 from xlnet_tf.convert import convert
 from xlnet_tf.data import brown
 from xlnet_tf.data import tagging_features
@@ -26,7 +27,6 @@ from xlnet_tf.models import losses
 from xlnet_tf.models.xlnet_tagger import XLNetTagger
 from xlnet_tf.models.xlnet_tagger import build_tagger
 from xlnet_tf.pretrained import restore_encoder
-from xlnet_tf.training import tagger_training
 
 TOLERANCE = 1e-5
 NUM_LABELS = 7
@@ -111,11 +111,11 @@ def test_config_round_trip_and_model_directory(spiece_model, tmp_path):
          "segment_ids": tf.constant([[4, 4, 0, 0, 0, 2]]),
          "input_mask": tf.constant([[1.0, 1.0, 0, 0, 0, 0]])}
 
-  spec = tagger_training.TaggerSpec("brown", tuple(f"t{i}" for i in range(NUM_LABELS)),
+  spec = model_directory.TaggerSpec("brown", tuple(f"t{i}" for i in range(NUM_LABELS)),
                                     max_seq_length=SEQ)
-  tagger_training.save_tagger(model, spec, os.fspath(tmp_path / "tagger"), spiece_model)
-  loaded, loaded_spec = tagger_training.load_tagger(os.fspath(tmp_path / "tagger"))
+  model_directory.save(model, os.fspath(tmp_path / "tagger"), spec, spiece_model)
+  loaded, loaded_spec = model_directory.load_tagger(os.fspath(tmp_path / "tagger"))
   assert loaded_spec == spec
   np.testing.assert_array_equal(loaded(ids)["logits"].numpy(), model(ids)["logits"].numpy())
-  with pytest.raises(FileNotFoundError, match="no xlnet_config.json.*save_tagger"):
-    tagger_training.load_tagger(os.fspath(tmp_path))
+  with pytest.raises(FileNotFoundError, match="no xlnet_config.json.*xlnet/tagging"):
+    model_directory.load_tagger(os.fspath(tmp_path))

@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import serve_fresh
+from xlnet_tf import model_directory
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import brown
 from xlnet_tf.data import tagging_features
@@ -33,7 +34,7 @@ def trained(spiece_model, tmp_path_factory):
   work = tmp_path_factory.mktemp("tagger")
   sentences = brown.read_brown()
   splits = brown.split_sentences(sentences)
-  spec = tagger_training.TaggerSpec("brown", tuple(brown.tag_list(sentences)),
+  spec = model_directory.TaggerSpec("brown", tuple(brown.tag_list(sentences)),
                                     max_seq_length=SEQ)
   path = tagging_features.cached_features(
       splits["train"], spiece_model, SEQ, label_list=spec.labels, task="brown",
@@ -52,7 +53,7 @@ def trained(spiece_model, tmp_path_factory):
                                                    input_context=ctx),
       options, run_settings={"data": path, "batch_size": BATCH})
   tagger_dir = str(work / "tagger")
-  tagger_training.save_tagger(model, spec, tagger_dir, spiece_model)
+  model_directory.save(model, tagger_dir, spec, spiece_model)
   return model, spec, splits, summary, tagger_dir
 
 

@@ -9,12 +9,20 @@ import sys
 
 from official.core import exp_factory
 from official.core import task_factory
+import numpy as np
 import pytest
+import tensorflow as tf
 
-from experiments import train as driver
+from helpers import serve_fresh
+from xlnet_tf import model_directory
 from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.data import classifier_features
+from xlnet_tf.data import classifier_tasks
+from xlnet_tf.data import tokenization
 from xlnet_tf.tasks import classification
 from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import train_lib as driver
+from xlnet_tf.training import run_directory
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, "experiments", "configs", "classification_*.yaml")))
@@ -59,9 +67,6 @@ def test_every_yaml_parses_and_builds_its_task(tmp_path):
     else:
       model = task.build_model()
       assert model.num_classes == 2 and config.n_layer == 1
-      tiny = experiments.tiny(exp_factory.get_exp_config(experiments.CLASSIFICATION))
-      assert tiny.task.model.as_dict() == params.task.model.as_dict()   # the same preset
-      assert tiny.trainer.train_steps == params.trainer.train_steps
 
 
 def test_a_typo_in_a_config_key_is_an_error_naming_it(tmp_path):
@@ -134,6 +139,74 @@ def test_demo_trains_resumes_exactly_and_evaluates(spiece_model, tmp_path):
   assert os.path.exists(os.path.join(run_dir, "params.yaml"))
   assert os.path.exists(os.path.join(run_dir, "final", "classifier.json"))
 
-  with pytest.raises(driver.run_directory.RunSettingsError, match="learning_rate"):
+  with pytest.raises(run_directory.RunSettingsError, match="learning_rate"):
     driver.run(_demo_params(spiece_model, cache, ",task.optimization.learning_rate=0.1"),
                "train", run_dir)
+
+
+def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, tmp_path):
+  params = _demo_params(spiece_model, str(tmp_path / "features"),
+                        ",trainer.validation_interval=10")
+  run_dir = str(tmp_path / "run")
+  out = driver.run(params, "train_and_eval", run_dir)
+  evals = out["train"]["evals"]
+  assert len(evals) == 2 and out["eval"] == evals[-1]           # at steps 10 and 20
+  assert [len(glob.glob(os.path.join(run_dir, "validation", "events.out.tfevents.*")))] == [1]
+  best = json.loads(open(os.path.join(run_dir, "best", "eval_results.json")).read())
+  accuracies = [e["accuracy"] for e in evals]
+  assert best["accuracy"] == max(accuracies)
+  assert best["step"] == 10 * (1 + accuracies.index(max(accuracies)))
+  assert os.path.exists(os.path.join(run_dir, "best", "classifier.json"))
+
+  export_dir = driver.run(params, "export", run_dir)["export"]
+  assert export_dir == os.path.join(run_dir, "export")
+  texts = ["a gorgeous, witty, seductive movie.", "the plot is nothing but boilerplate."]
+  served = serve_fresh(export_dir, {"text_a": texts}, tmp_path)
+  best_model = model_directory.load_classifier(os.path.join(run_dir, "best"))[0]
+  sp = tokenization.load_spiece(spiece_model)
+  task = task_factory.get_task(params.task)
+  features = [classifier_features.encode_example(
+      sp, classifier_tasks.InputExample("x", t, None, task.spec.labels[0]), 32,
+      task.spec.labels) for t in texts]
+  logits = best_model({k: np.stack([f[k] for f in features])
+                       for k in ("input_ids", "segment_ids", "input_mask")})["logits"]
+  np.testing.assert_allclose(served["probabilities"], tf.nn.softmax(logits).numpy(),
+                             atol=1e-5)
+  with pytest.raises(FileExistsError, match="not empty"):        # an export is never replaced
+    driver.run(params, "export", run_dir)
+
+
+def test_fit_takes_a_clipped_step(spiece_model, tmp_path):
+  """compile/fit on the task's dataset: one step's loss is the task's mean cross-entropy
+  and the gradient Adam receives (its first moment, (1 - beta_1) g) is that loss's
+  gradient clipped by global norm, computed here by hand."""
+  params = _demo_params(spiece_model, str(tmp_path / "features"),
+                        ",task.optimization.clip_norm=0.05,task.optimization.warmup_steps=0")
+  params = driver._with_default_cache(params, str(tmp_path))  # pylint: disable=protected-access
+  task = task_factory.get_task(params.task)
+  inputs, targets = next(iter(task.fit_inputs(params.task.train_data)))
+  labels = targets["logits"]
+
+  fitted = task.build_model()
+  reference = task.build_model()
+  reference.set_weights(fitted.get_weights())
+  before = [w.numpy() for w in fitted.trainable_variables]
+  task.compile_model(fitted, train_steps=20)
+  history = fitted.fit(tf.data.Dataset.from_tensors((inputs, targets)), epochs=1, verbose=0)
+
+  with tf.GradientTape() as tape:
+    logits = reference(inputs, training=True)["logits"]
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+  grads = tape.gradient(loss, reference.trainable_variables)
+  used = [i for i, g in enumerate(grads) if g is not None]
+  norm = float(tf.linalg.global_norm([grads[i] for i in used]))
+  assert norm > 0.05 * 3                               # the clipping really clips here
+  assert history.history["loss"][0] == pytest.approx(float(loss), rel=1e-5)
+  optimizer = fitted.optimizer
+  for i in used:
+    first_moment = optimizer.get_slot(fitted.trainable_variables[i], "m").numpy()
+    clipped = tf.convert_to_tensor(grads[i]).numpy() * 0.05 / norm
+    np.testing.assert_allclose(first_moment, 0.1 * clipped, rtol=1e-3,
+                               atol=1e-3 * float(np.abs(clipped).max()) + 1e-12)
+  assert any(not np.allclose(a.numpy(), old) for a, old in zip(fitted.trainable_variables,
+                                                                before))

@@ -25,6 +25,7 @@ import transformers
 
 from hf_reference import make_hf_model
 from helpers import pretrain_config
+from xlnet_tf import model_directory
 from xlnet_tf import load_pretrained
 from xlnet_tf import released_names
 from xlnet_tf.configs import XLNetConfig
@@ -210,7 +211,7 @@ def test_pretraining_matches_huggingface_step_by_step(pretraining_records, tmp_p
 
   loss_errors = [abs(a - b) / max(1.0, abs(b)) for a, b in zip(summary["losses"], hf_losses)]
   ours = {name: v.numpy() for name, v in released_names.released_variables(
-      load_pretrained(summary["export_dir"])).items()}
+      load_pretrained(summary["final_dir"])).items()}
   weight_error, worst = _compare_weights(ours, hf_model, config)
   print(f"pretraining, {STEPS} steps: losses {hf_losses[0]:.4f} -> {hf_losses[-1]:.4f}; "
         f"grad norms {min(optimizer.norms):.2f}..{max(optimizer.norms):.2f} (clip "
@@ -274,8 +275,8 @@ def test_classifier_matches_huggingface_step_by_step(spiece_model, tmp_path, wei
       lr_layer_decay_rate=lr_layer_decay_rate,
       lr_layer_decay_mode="released_gradient_scaling", stop_at_step=STEPS,
       steps_per_loop=1, save_steps=STEPS)
-  spec = finetuning.ClassifierSpec(task_name=task.name, labels=tuple(task.labels),
-                                   max_seq_length=32)
+  spec = model_directory.ClassifierSpec(task_name=task.name, labels=tuple(task.labels),
+                                        max_seq_length=32)
   strategy = tf.distribute.get_strategy()
   model, optimizer = finetuning.build_for_training(strategy, config, spec, options,
                                                    dropout=0.0)

@@ -11,29 +11,23 @@ Example:
 
 import collections
 import os
-import shutil
 from typing import Dict
 
 import tensorflow as tf
 
+from xlnet_tf import model_directory
 from xlnet_tf import released_names
 from xlnet_tf.configs import RUN_OPTION_KEYS
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.models.xlnet_pretrainer import XLNetPretrainer
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 
-CONFIG_FILE = "xlnet_config.json"
-CHECKPOINT_PREFIX = "model.ckpt"
-SPIECE_FILE = "spiece.model"
 
 
 def save_pretrained(model: XLNetPretrainer, directory: str, spiece_model: str = None) -> None:
-  """Writes config, weights (and a copy of `spiece_model`) into `directory`."""
-  os.makedirs(directory, exist_ok=True)
-  model.config.to_json_file(os.path.join(directory, CONFIG_FILE))
-  tf.train.Checkpoint(model=model).write(os.path.join(directory, CHECKPOINT_PREFIX))
-  if spiece_model:
-    shutil.copyfile(spiece_model, os.path.join(directory, SPIECE_FILE))
+  """Writes the pretrained model directory (`model_directory.write`: config, weights, a
+  copy of `spiece_model`; no spec file), checked finite, whole or not at all."""
+  model_directory.write(model, directory, spiece_model=spiece_model)
 
 
 def load_pretrained(directory: str, **run_options) -> XLNetPretrainer:
@@ -51,11 +45,12 @@ def load_pretrained(directory: str, **run_options) -> XLNetPretrainer:
   unknown = sorted(set(run_options) - set(RUN_OPTION_KEYS))
   if unknown:
     raise ValueError(f"load_pretrained: {unknown} cannot be overridden; the run options are "
-                     f"{list(RUN_OPTION_KEYS)} (the architecture comes from {CONFIG_FILE})")
-  config = XLNetConfig.from_json_file(os.path.join(directory, CONFIG_FILE))
+                     f"{list(RUN_OPTION_KEYS)} (the architecture comes from "
+                     f"{model_directory.CONFIG_FILE})")
+  config = XLNetConfig.from_json_file(os.path.join(directory, model_directory.CONFIG_FILE))
   config = config.replace(**run_options)
   model = build_pretrainer(config)
-  restore_weights(model, os.path.join(directory, CHECKPOINT_PREFIX))
+  restore_weights(model, os.path.join(directory, model_directory.CHECKPOINT_PREFIX))
   return model
 
 
@@ -78,7 +73,8 @@ def restore_weights(model: XLNetPretrainer, prefix: str) -> None:
       raise ValueError(f"{prefix}: no value for {label}")
     if list(stored[key]) != variable.shape.as_list():
       raise ValueError(f"{prefix}: {label} has shape {list(stored[key])} in the checkpoint, "
-                       f"the model built from {CONFIG_FILE} needs {variable.shape.as_list()}")
+                       f"the model built from {model_directory.CONFIG_FILE} needs "
+                       f"{variable.shape.as_list()}")
   unexpected = sorted(key for key in stored
                       if key not in expected and key.startswith("model/"))
   if unexpected:
@@ -123,7 +119,7 @@ def restore_encoder(encoder, directory_or_prefix: str) -> None:
   """
   prefix = directory_or_prefix
   if tf.io.gfile.isdir(prefix):
-    prefix = os.path.join(prefix, CHECKPOINT_PREFIX)
+    prefix = os.path.join(prefix, model_directory.CHECKPOINT_PREFIX)
   wrapper = XLNetPretrainer(encoder)              # the checkpoint holds encoder + LM head
   wrapper.build()
   restore_weights(wrapper, prefix)

@@ -15,10 +15,10 @@ run_race.py; a model directory with model.ckpt-N.* and a `checkpoint` file, conf
 by `model_config_path`) hold the encoder without the pretraining-only `mask_emb` and
 `model/lm_loss/bias`, plus the task head. With `task` "auto" such a checkpoint converts
 with its head into the fine-tuned model directory of that task (see `task_heads`):
-  classifier  xlnet_config.json, classifier.json, model.ckpt (`finetuning.load_classifier`,
+  classifier  xlnet_config.json, classifier.json, model.ckpt (`model_directory.load_classifier`,
               experiments/export_saved_model.py)
   squad       xlnet_config.json, squad.json, model.ckpt (run_squad's MODEL_DIR/final)
-  race        xlnet_config.json, model.ckpt (run_race's MODEL_DIR/final)
+  race        xlnet_config.json, race.json, model.ckpt (`model_directory.load_race`)
 and without a head into the pretrained layout. conversion.json says what was absent and
 what was done about it. A checkpoint that has the pretraining variables converts to the
 pretrained layout (its task-head variables listed as left out) unless `task` names a head.
@@ -40,8 +40,8 @@ import uuid
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
+from xlnet_tf import model_directory
 from xlnet_tf import paths
 from xlnet_tf import pretrained
 from xlnet_tf import released_names as names
@@ -79,8 +79,6 @@ def detect_source(source: str, config_path: Optional[str] = None) -> str:
 
 
 REPORT_FILE = "conversion.json"
-CLASSIFIER_FILE = "classifier.json"       # = finetuning.CLASSIFIER_FILE
-SQUAD_SETTINGS_FILE = "squad.json"        # = squad_export.SETTINGS_FILE
 OUTPUT_KINDS = ("pretrained",) + task_heads.TASKS
 # The original's defaults for what its checkpoints do not record (run_classifier.py,
 # run_squad.py, run_race.py flags).
@@ -187,10 +185,11 @@ def _overlap(source: str, output: str) -> Optional[str]:
 
 def _is_conversion_file(name: str) -> bool:
   """Whether a conversion writes a file called `name` into its output directory."""
-  return (name in (pretrained.CONFIG_FILE, pretrained.SPIECE_FILE, REPORT_FILE,
-                   CLASSIFIER_FILE, SQUAD_SETTINGS_FILE,
-                   pretrained.CHECKPOINT_PREFIX + ".index") or
-          name.startswith(pretrained.CHECKPOINT_PREFIX + ".data-"))
+  return (name in (model_directory.CONFIG_FILE, model_directory.SPIECE_FILE, REPORT_FILE,
+                   model_directory.CLASSIFIER_FILE, model_directory.SQUAD_FILE,
+                   model_directory.RACE_FILE,
+                   model_directory.CHECKPOINT_PREFIX + ".index") or
+          name.startswith(model_directory.CHECKPOINT_PREFIX + ".data-"))
 
 
 def check_locations(source: str, output: str, overwrite: bool = False) -> None:
@@ -315,15 +314,6 @@ def _label_names(head: task_heads.Head, options: ConvertOptions, source: str):
                   f"fine-tuned with) to name them")
 
 
-def _write_task_model(model, directory: str, spiece: Optional[str]) -> None:
-  """xlnet_config.json + model.ckpt (tf.train.Checkpoint(model=...)) + spiece.model: the
-  layout run_squad and run_race save and load (MODEL_DIR/final)."""
-  model.config.to_json_file(os.path.join(directory, pretrained.CONFIG_FILE))
-  tf.train.Checkpoint(model=model).write(os.path.join(directory, pretrained.CHECKPOINT_PREFIX))
-  if spiece:
-    shutil.copyfile(spiece, os.path.join(directory, pretrained.SPIECE_FILE))
-
-
 def _convert_task(weights: SourceWeights, head: task_heads.Head, options: ConvertOptions,
                   report: Dict[str, Any]):
   """Builds and loads the task model for `head`; returns (model, writer(directory, spiece))."""
@@ -355,7 +345,7 @@ def _convert_task(weights: SourceWeights, head: task_heads.Head, options: Conver
     task_name = task_heads.OUR_TASK_NAME.get(head.task_name, head.task_name)
     # The original's "mean" averages over the padding too: ours is "mean_with_padding".
     summary_type = "mean_with_padding" if head.summary_type == "mean" else head.summary_type
-    spec = finetuning.ClassifierSpec(
+    spec = model_directory.ClassifierSpec(
         task_name=task_name, labels=labels, is_regression=head.is_regression,
         max_seq_length=max_seq_length, uncased=options.uncased,
         summary_type=summary_type, use_proj=head.use_proj)
@@ -374,21 +364,19 @@ def _convert_task(weights: SourceWeights, head: task_heads.Head, options: Conver
           "max_seq_length)")
     if labels_from.startswith("the checkpoint has no label names"):
       report["notes"].append(f"labels: {labels_from}")
-    write = lambda directory, spiece: finetuning.save_classifier(model, spec, directory, spiece)
+    write = lambda directory, spiece: model_directory.save(model, directory, spec, spiece)
   elif head.kind == "squad":
     settings.update(doc_stride=options.doc_stride, max_query_length=options.max_query_length,
                     start_n_top=options.start_n_top, end_n_top=options.end_n_top,
                     version_2_with_negative=options.version_2_with_negative)
     if options.null_score_diff_threshold is not None:
       settings["null_score_diff_threshold"] = options.null_score_diff_threshold
-
-    def write(directory, spiece):
-      _write_task_model(model, directory, spiece)
-      with open(os.path.join(directory, SQUAD_SETTINGS_FILE), "w", encoding="utf-8") as f:
-        f.write(json.dumps(settings, indent=2) + "\n")
+    write = lambda directory, spiece: model_directory.save(model, directory, settings, spiece)
   else:
     described.update(summary_type=head.summary_type, use_proj=head.use_proj)
-    write = lambda directory, spiece: _write_task_model(model, directory, spiece)
+    spec = model_directory.RaceSpec(max_seq_length=max_seq_length, uncased=options.uncased,
+                                    summary_type=head.summary_type, use_proj=head.use_proj)
+    write = lambda directory, spiece: model_directory.save(model, directory, spec, spiece)
   report["task_head"] = described
   report["task_settings"] = settings
   return model, write
@@ -450,7 +438,7 @@ def convert(source: str, output: str, overwrite: bool = False,
                        f"conversion of {source} writes the pretrained layout (no head "
                        f"loaded; --task chooses one)")
 
-  spiece = options.spiece_model_file or os.path.join(source, pretrained.SPIECE_FILE)
+  spiece = options.spiece_model_file or os.path.join(source, model_directory.SPIECE_FILE)
   spiece = spiece if os.path.isfile(spiece) else None
   report = {
       "source": os.path.abspath(source), "source_kind": weights.kind,

@@ -297,11 +297,12 @@ def build_task_model(head: Head, config: XLNetConfig, start_n_top: int = 5,
   """Our model for `head` (every weight created; memory off, as in fine-tuning)."""
   # pylint: disable=g-import-not-at-top
   from xlnet_tf.models.xlnet_classifier import build_classifier
+  from xlnet_tf.models.xlnet_multiple_choice import build_multiple_choice
   from xlnet_tf.models.xlnet_squad import build_squad_model
   if head.kind == "squad":
     return build_squad_model(config, start_n_top, end_n_top)
   if head.kind == "race":
-    return build_classifier(config, 1, summary_type="last")
+    return build_multiple_choice(config, summary_type="last", use_proj=True)
   return build_classifier(config, head.num_outputs, summary_type=head.summary_type,
                           use_proj=head.use_proj, is_regression=head.is_regression)
 

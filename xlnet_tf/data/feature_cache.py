@@ -104,7 +104,8 @@ def write_atomic(path: str, write: Callable[[str], None]) -> None:
       tf.io.gfile.remove(partial)
 
 
-def build_cache(settings: Dict[str, Any], *, cache_dir: str, name: str, num_examples: int,
+def build_cache(settings: Dict[str, Any], *, cache_dir: str, name: str,
+                num_examples: Optional[int] = None,
                 records: Callable[[], Iterable[bytes]], what: str = "examples",
                 summary: Callable[[], Dict[str, Any]] = dict) -> Tuple[str, bool]:
   """(path, built): the cache file of `settings` (`cache_settings`), written if needed.
@@ -113,7 +114,8 @@ def build_cache(settings: Dict[str, Any], *, cache_dir: str, name: str, num_exam
     settings: with "key" and "max_seq_length".
     cache_dir: where cache files live (created if missing).
     name: the file name's stem (see the module docstring).
-    num_examples: the number of records, kept in the sidecar.
+    num_examples: the number of records, kept in the sidecar (None: counted as they are
+      written, for records made as they stream).
     records: returns the serialized records, in order; called only when the cache is
       built, after `cache_dir` is created and before the file is opened.
     what: the records' name in the log line of a reused cache.
@@ -131,15 +133,19 @@ def build_cache(settings: Dict[str, Any], *, cache_dir: str, name: str, num_exam
 
   tf.io.gfile.makedirs(cache_dir)
   serialized = records()
+  written = [0]
 
   def write_records(partial):
     with tf.io.TFRecordWriter(partial) as writer:
       for record in serialized:
         writer.write(record)
+        written[0] += 1
+    if num_examples is not None and written[0] != num_examples:
+      raise ValueError(f"{path}: {written[0]} records written, {num_examples} expected")
 
   def write_sidecar(partial):
     with tf.io.gfile.GFile(partial, "w") as f:
-      f.write(json.dumps({**settings, **summary(), "num_examples": num_examples}, indent=2,
+      f.write(json.dumps({**settings, **summary(), "num_examples": written[0]}, indent=2,
                          sort_keys=True) + "\n")
 
   write_atomic(path, write_records)
@@ -149,17 +155,24 @@ def build_cache(settings: Dict[str, Any], *, cache_dir: str, name: str, num_exam
 
 # ---- the reader ------------------------------------------------------------------------------
 
-def cache_files(path: Union[str, Sequence[str]],
-                reader: str) -> Tuple[List[str], Optional[Dict[str, Any]]]:
+def cache_files(path: Union[str, Sequence[str]], reader: str,
+                record_format: Optional[str] = None,
+                what: str = "features") -> Tuple[List[str], Optional[Dict[str, Any]]]:
   """(paths, the first one's sidecar or None) of one cache file or several; `reader`
-  names the caller in the error of an empty list."""
+  names the caller in the error of an empty list. With `record_format`, a cache whose
+  sidecar names another format is refused (naming the file, its format and `what` the
+  reader expected)."""
   paths = [path] if isinstance(path, str) else list(path)
   if not paths:
     raise ValueError(f"{reader}: no cache files given")
   for p in paths:
     if not tf.io.gfile.exists(p):
       raise FileNotFoundError(f"{p}: no such feature cache file (see cached_features)")
-  return paths, read_cache_info(paths[0])
+  info = read_cache_info(paths[0])
+  if record_format and info is not None and info.get("format") != record_format:
+    raise ValueError(f"{paths[0]}: a {info.get('format')!r} cache, not {what} "
+                     f"({record_format})")
+  return paths, info
 
 
 def checked_setting(path: str, info: Optional[Dict[str, Any]], name: str, given: Any) -> Any:

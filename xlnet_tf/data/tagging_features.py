@@ -256,10 +256,8 @@ def tagging_dataset(path: Union[str, Sequence[str]], batch_size: int, is_trainin
     float32 [B, T] (1.0 = padding), label_ids int32 [B, T] (IGNORE_LABEL_ID off the word
     starts). B is static when the remainder is dropped.
   """
-  paths, info = feature_cache.cache_files(path, "tagging_dataset")
-  if info is not None and info.get("format") != FORMAT:
-    raise ValueError(f"{paths[0]}: a {info.get('format')!r} cache, not tagging features "
-                     f"({FORMAT})")
+  paths, info = feature_cache.cache_files(path, "tagging_dataset", FORMAT,
+                                          "tagging features")
   max_seq_length = int(feature_cache.checked_setting(paths[0], info, "max_seq_length",
                                                      max_seq_length))
   spec = feature_spec(max_seq_length)

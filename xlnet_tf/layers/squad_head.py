@@ -163,3 +163,13 @@ def squad_loss(outputs, start_positions, end_positions, is_impossible=None):
                                                      outputs["cls_logits"])
     loss += 0.5 * tf.reduce_mean(answer)
   return loss
+
+
+def squad_loss_sum(outputs, batch, answer_class: bool = True):
+  """`squad_loss` as the common trainer's `LossFn`: (the loss summed over the batch, the
+  number of windows), from the batch's start_positions, end_positions and, when
+  `answer_class` (the released run_squad.py: always, v1.1 included), is_impossible."""
+  count = tf.cast(tf.shape(batch["start_positions"])[0], tf.float32)
+  mean = squad_loss(outputs, batch["start_positions"], batch["end_positions"],
+                    batch["is_impossible"] if answer_class else None)
+  return mean * count, count

@@ -23,14 +23,14 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import tensorflow as tf
 
+from xlnet_tf import model_directory
 from xlnet_tf import paths
-from xlnet_tf import pretrained
 from xlnet_tf.data import classifier_tasks
+from xlnet_tf.model_directory import ClassifierSpec
+from xlnet_tf.model_directory import load_classifier
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
-from xlnet_tf.training.finetuning import ClassifierSpec
-from xlnet_tf.training.finetuning import load_classifier
 
 
 class ClassifierServing(tf.Module):
@@ -94,7 +94,7 @@ class ClassifierServing(tf.Module):
 
 def export_classifier(model_dir: str, export_dir: str, pair: Optional[bool] = None,
                       spiece_model: Optional[str] = None) -> str:
-  """Exports the fine-tuned model in `model_dir` (see `finetuning.save_classifier`).
+  """Exports the fine-tuned model in `model_dir` (a classifier model directory, `model_directory`).
 
   Args:
     pair: whether serving_default takes text_b; default: whether classifier.json's task
@@ -128,7 +128,7 @@ def export_model_dir(model_dir: str, export_dir: str,
   """
   paths.check_output_dir(export_dir, "--export_dir")
   model, spec = load(model_dir)
-  spiece_model = spiece_model or os.path.join(model_dir, pretrained.SPIECE_FILE)
+  spiece_model = spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not tf.io.gfile.exists(spiece_model):
     raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "
                             f"SavedModel is missing (pass {spiece_hint})")

@@ -34,13 +34,12 @@ from typing import Dict, Optional
 
 import tensorflow as tf
 
+from xlnet_tf import model_directory
 from xlnet_tf import paths
-from xlnet_tf import pretrained
 from xlnet_tf.serving import squad_text
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
 
-SETTINGS_FILE = "squad.json"   # written next to the model by experiments/run_squad.py
 
 
 @tf.autograph.experimental.do_not_convert
@@ -137,8 +136,8 @@ def export_squad(model, model_dir: str, export_dir: str,
   checked first (a file, under a file, not writable: an error naming --export_dir).
   """
   paths.check_output_dir(export_dir, "--export_dir")
-  settings_path = os.path.join(model_dir, SETTINGS_FILE)
-  spiece_model = os.path.join(model_dir, pretrained.SPIECE_FILE)
+  settings_path = os.path.join(model_dir, model_directory.SQUAD_FILE)
+  spiece_model = os.path.join(model_dir, model_directory.SPIECE_FILE)
   for path in (settings_path, spiece_model):
     if not tf.io.gfile.exists(path):
       raise FileNotFoundError(f"{path}: missing; export a model directory written by "

@@ -29,12 +29,12 @@ from typing import Dict, Optional
 import tensorflow as tf
 
 from xlnet_tf.data import tokenization
+from xlnet_tf.model_directory import TaggerSpec
+from xlnet_tf.model_directory import load_tagger
 from xlnet_tf.serving.export import export_model_dir
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
-from xlnet_tf.training.tagger_training import TaggerSpec
-from xlnet_tf.training.tagger_training import load_tagger
 
 
 @functools.lru_cache(maxsize=None)
@@ -122,7 +122,7 @@ class TaggerServing(tf.Module):
 
 def export_tagger(model_dir: str, export_dir: str,
                   spiece_model: Optional[str] = None) -> str:
-  """Exports the fine-tuned tagger in `model_dir` (see `tagger_training.save_tagger`).
+  """Exports the fine-tuned tagger in `model_dir` (a tagger model directory, `model_directory`).
 
   Args:
     spiece_model: default `model_dir/spiece.model`.

@@ -13,84 +13,43 @@ TFRecords by `data.classifier_features` (streamed, never held in memory), the mo
 the loss of `training.classifier_trainer` and the metrics of
 `evaluation.classifier_metrics` (the task's own list: accuracy, F1, MCC, Pearson, ...).
 
-Training runs through `experiments/train.py`, which hands the task's model, input and loss
-to the common `training.trainer.Trainer` (via `finetuning.train_model`): gradient
-accumulation, step-keyed dropout, guarded checkpoints, the model-directory lock and exact
-resume are that trainer's; see the driver's docstring for what of Model Garden's own
-trainer is not used and why.
+Training runs through `tasks.train_lib` (experiments/train.py), which hands the task's
+model, input and loss to the common `training.trainer.Trainer`: gradient accumulation,
+step-keyed dropout, guarded checkpoints, the model-directory lock and exact resume are that
+trainer's; see `train_lib`'s docstring for what of Model Garden's own trainer is not used
+and why.
 """
 
 import dataclasses
 import functools
-import os
 from typing import Any, Dict, List, Optional
 
 import numpy as np
-from official.core import base_task
 from official.core import config_definitions as cfg
 from official.core import task_factory
-from official.modeling.hyperparams import base_config
 import tensorflow as tf
 import tf_keras
 
-from xlnet_tf import pretrained
-from xlnet_tf.configs import RELEASED_KEYS
-from xlnet_tf.configs import XLNetConfig
+from xlnet_tf import model_directory
 from xlnet_tf.data import classifier_features
 from xlnet_tf.data import classifier_tasks
 from xlnet_tf.evaluation import classifier_metrics
 from xlnet_tf.models.xlnet_classifier import build_classifier
+from xlnet_tf.serving import export as classifier_export
+from xlnet_tf.tasks import base
 from xlnet_tf.training import classifier_trainer
-from xlnet_tf.training import finetuning
 
 
 @dataclasses.dataclass
-class XLNetModelConfig(base_config.Config):
-  """The network. With `task.init_checkpoint` set the sizes are read from its
-  xlnet_config.json (a size given here must then agree with it); without, every size must
-  be given (a randomly initialised model)."""
-  n_layer: Optional[int] = None
-  d_model: Optional[int] = None
-  n_head: Optional[int] = None
-  d_head: Optional[int] = None
-  d_inner: Optional[int] = None
-  ff_activation: Optional[str] = None
-  untie_r: Optional[bool] = None
-  n_token: Optional[int] = None
-  summary_type: str = "last"          # last (<cls>), first, mean, mean_with_padding, attn
-  use_proj: bool = True               # dense + tanh on the summary (--use_summ_proj)
-  dropout: float = 0.1
-  dropatt: float = 0.1
+class ClassificationDataConfig(base.TaskDataConfig):
+  """One split of a classification task (see `base.TaskDataConfig`).
 
-
-@dataclasses.dataclass
-class ClassificationDataConfig(cfg.DataConfig):
-  """One split's input: examples read by the task, features cached under `cache_dir`.
-
-  global_batch_size is the examples of one update (all replicas and, for training, all
-  `grad_accum_steps` micro-batches). `spiece_model` "" is the init_checkpoint's
-  spiece.model; `cache_dir` "" is MODEL_DIR/features when run by the driver.
+  max_examples: 0 for every example of the split; n > 0 for a random subset of n
+    (drawn with `subset_seed`, in the file's order), e.g. for a quick run or a learning
+    curve.
   """
-  split: str = "train"
-  cache_dir: str = ""
-  spiece_model: str = ""
-  shuffle_buffer_size: int = 100_000
-  seed: Optional[int] = 0
-
-
-# The optimisation fields of `finetuning.FinetuneOptions` (same names, types and defaults:
-# the released run_classifier.py's); the loop's (train_steps, steps_per_loop, checkpoint
-# interval, max_to_keep) are in `trainer`, the warm start is `task.init_checkpoint`.
-_LOOP_FIELDS = ("model_dir", "train_steps", "steps_per_loop", "save_steps", "max_checkpoints",
-                "init_checkpoint", "stop_at_step")
-FinetuneSettings = dataclasses.make_dataclass(
-    "FinetuneSettings",
-    [(f.name, f.type, dataclasses.field(default=f.default))
-     for f in dataclasses.fields(finetuning.FinetuneOptions) if f.name not in _LOOP_FIELDS],
-    bases=(base_config.Config,))
-FinetuneSettings.__module__ = __name__
-FinetuneSettings.__doc__ = ("The optimisation settings of `finetuning.FinetuneOptions` "
-                            "(same names and defaults).")
+  max_examples: int = 0
+  subset_seed: int = 0
 
 
 @dataclasses.dataclass
@@ -101,26 +60,29 @@ class ClassificationConfig(cfg.TaskConfig):
     spiece.model), e.g. from `xlnet_tf.convert`; "" for a random model.
   data_dir: the task's files; "" for the task's default (movie_reviews: bundled).
   labels, is_regression: for the "generic" task (None: its train split's labels).
+  text_a_column, text_b_column, label_column: the generic reader's columns (None: its
+    defaults).
   """
-  model: XLNetModelConfig = dataclasses.field(default_factory=XLNetModelConfig)
+  model: base.XLNetModelConfig = dataclasses.field(default_factory=base.XLNetModelConfig)
   task_name: str = "movie_reviews"
   data_dir: str = ""
   max_seq_length: int = 128
   uncased: bool = False
   labels: Optional[List[str]] = None
   is_regression: Optional[bool] = None
-  train_data: ClassificationDataConfig = dataclasses.field(
-      default_factory=lambda: ClassificationDataConfig(split="train", is_training=True,
-                                                       global_batch_size=8))
-  validation_data: ClassificationDataConfig = dataclasses.field(
-      default_factory=lambda: ClassificationDataConfig(split="dev", is_training=False,
-                                                       global_batch_size=64,
-                                                       drop_remainder=False))
-  optimization: FinetuneSettings = dataclasses.field(default_factory=FinetuneSettings)
+  text_a_column: Optional[str] = None
+  text_b_column: Optional[str] = None
+  label_column: Optional[str] = None
+  train_data: ClassificationDataConfig = base.data_config("train", True, 8,
+                                                          ClassificationDataConfig)
+  validation_data: ClassificationDataConfig = base.data_config("dev", False, 64,
+                                                               ClassificationDataConfig)
+  optimization: base.FinetuneSettings = dataclasses.field(
+      default_factory=base.FinetuneSettings)
 
 
 @task_factory.register_task_cls(ClassificationConfig)
-class ClassificationTask(base_task.Task):
+class ClassificationTask(base.XLNetTask):
   """XLNet classification / regression: model, inputs, loss, metrics, evaluation."""
 
   INPUT_KEYS = classifier_trainer.MODEL_INPUTS
@@ -132,7 +94,7 @@ class ClassificationTask(base_task.Task):
     self.task_spec = self._task_spec()
     is_regression = (self.task_spec.is_regression if params.is_regression is None
                      else bool(params.is_regression))
-    self.spec = finetuning.ClassifierSpec(
+    self.spec = model_directory.ClassifierSpec(
         task_name=self.task_spec.name,
         labels=None if is_regression else tuple(self.task_spec.labels),
         is_regression=is_regression, max_seq_length=params.max_seq_length,
@@ -144,7 +106,9 @@ class ClassificationTask(base_task.Task):
   def _task_spec(self) -> classifier_tasks.TaskSpec:
     params = self.task_config
     task = classifier_tasks.get_task(params.task_name)
-    options = {}
+    options = {k: getattr(params, k) for k in ("text_a_column", "text_b_column",
+                                                "label_column")
+               if getattr(params, k) is not None}
     if task.name == "generic":
       if params.labels:
         options["labels"] = list(params.labels)
@@ -160,36 +124,24 @@ class ClassificationTask(base_task.Task):
   def data_dir(self) -> Optional[str]:
     return self.task_config.data_dir or None
 
-  def xlnet_config(self) -> XLNetConfig:
-    """The network's config with the fine-tuning run options (no memory, bidirectional)."""
-    params = self.task_config
-    given = {k: getattr(params.model, k) for k in RELEASED_KEYS
-             if getattr(params.model, k) is not None}
-    if params.init_checkpoint:
-      config = XLNetConfig.from_json_file(
-          os.path.join(params.init_checkpoint, pretrained.CONFIG_FILE))
-      differing = {k: (v, getattr(config, k)) for k, v in given.items()
-                   if getattr(config, k) != v}
-      if differing:
-        raise ValueError("task.model " + ", ".join(
-            f"{k}={v!r} differs from {params.init_checkpoint}'s {c!r}"
-            for k, (v, c) in sorted(differing.items())) +
-            "; leave the sizes unset (null) to take the checkpoint's")
-    else:
-      missing = [k for k in RELEASED_KEYS[:5] if k not in given]
-      if missing:
-        raise ValueError(f"task.model: {', '.join(missing)} must be set when "
-                         f"task.init_checkpoint is empty (a randomly initialised model)")
-      config = XLNetConfig(**given)
-    return finetuning.finetune_config(config, params.model.dropout, params.model.dropatt)
+  @property
+  def METRIC(self) -> str:  # pylint: disable=invalid-name
+    """The task's main metric (the first of `TaskSpec.metrics`)."""
+    return self.task_spec.metrics[0]
 
-  def spiece_model(self, data: ClassificationDataConfig) -> str:
-    if data.spiece_model:
-      return data.spiece_model
-    if self.task_config.init_checkpoint:
-      return os.path.join(self.task_config.init_checkpoint, pretrained.SPIECE_FILE)
-    raise ValueError(f"task.{'train' if data.is_training else 'validation'}_data."
-                     f"spiece_model must be set when task.init_checkpoint is empty")
+  def spec_values(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self.spec)
+
+  def save_model_dir(self, model, directory, metrics=None):
+    del metrics
+    model_directory.save(model, directory, self.spec, self.spiece_model())
+
+  def load_model_dir(self, directory):
+    return model_directory.load_classifier(directory)[0]
+
+  def export(self, model_dir, export_dir):
+    return classifier_export.export_classifier(model_dir, export_dir,
+                                               pair=self.task_spec.is_pair)
 
   # ---- Model Garden's Task interface ---------------------------------------------------
 
@@ -199,25 +151,23 @@ class ClassificationTask(base_task.Task):
                             dropout_rate=self.task_config.model.dropout,
                             is_regression=self.spec.is_regression)
 
-  def initialize(self, model: tf_keras.Model) -> None:
-    """Warm start: the encoder's weights from `init_checkpoint` (the head stays random)."""
-    if self.task_config.init_checkpoint:
-      pretrained.restore_encoder(model.encoder, self.task_config.init_checkpoint)
-
   def features_path(self, data: ClassificationDataConfig) -> str:
     """The cached TFRecord features of `data.split` (built on first use)."""
-    if not data.cache_dir:
-      raise ValueError(f"task.{'train' if data.is_training else 'validation'}_data."
-                       f"cache_dir is empty (the driver sets MODEL_DIR/features)")
     examples = self.task_spec.read(self.data_dir, data.split)
     if not examples:
       raise ValueError(f"task {self.task_spec.name}: the {data.split} split is empty")
+    if data.max_examples < 0:
+      raise ValueError(f"task.{base.data_name(data)}.max_examples must be >= 0, got "
+                       f"{data.max_examples}")
+    if 0 < data.max_examples < len(examples):
+      order = np.random.default_rng(data.subset_seed).permutation(len(examples))
+      examples = [examples[i] for i in sorted(order[:data.max_examples])]
     return classifier_features.cached_features(
         examples, self.spiece_model(data), self.spec.max_seq_length,
         label_list=self.spec.labels, is_regression=self.spec.is_regression,
         uncased=self.spec.uncased, task=self.task_spec.name, split=data.split,
         input_files=self.task_spec.input_files(self.data_dir, data.split),
-        cache_dir=data.cache_dir)
+        cache_dir=self.cache_dir(data))
 
   def build_inputs(self, params: ClassificationDataConfig,
                    input_context: Optional[tf.distribute.InputContext] = None,
@@ -225,17 +175,9 @@ class ClassificationTask(base_task.Task):
     """Batches streamed from the cached features. For training: per-replica
     MICRO-batches (global_batch_size / replicas / grad_accum_steps), shuffled with the
     data seed and repeated; otherwise one pass in order."""
-    batch_size = params.global_batch_size
-    if input_context is not None:
-      batch_size = input_context.get_per_replica_batch_size(batch_size)
-    if params.is_training:
-      k = self.task_config.optimization.grad_accum_steps
-      if batch_size % k:
-        raise ValueError(f"task.train_data.global_batch_size ({params.global_batch_size}) "
-                         f"must be divisible by replicas x grad_accum_steps ({k})")
-      batch_size //= k
     return classifier_features.classifier_dataset(
-        path or self.features_path(params), batch_size, is_training=params.is_training,
+        path or self.features_path(params), self.replica_batch_size(params, input_context),
+        is_training=params.is_training,
         seed=params.seed, max_seq_length=self.spec.max_seq_length,
         is_regression=self.spec.is_regression, input_context=input_context,
         shuffle_buffer_size=params.shuffle_buffer_size,
@@ -246,6 +188,10 @@ class ClassificationTask(base_task.Task):
     return functools.partial(classifier_trainer.classifier_loss,
                              is_regression=self.spec.is_regression)
 
+  @property
+  def fit_output(self) -> str:
+    return "score" if self.spec.is_regression else "logits"
+
   def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
     """Mean per-example loss (`classifier_trainer.example_losses`) plus `aux_losses`."""
     loss = tf.reduce_mean(classifier_trainer.example_losses(
@@ -253,16 +199,6 @@ class ClassificationTask(base_task.Task):
     if aux_losses:
       loss += tf.add_n(aux_losses)
     return loss
-
-  def train_step(self, inputs, model, optimizer, metrics=None):
-    """Not Model Garden's per-batch step: XLNet tasks train with the common
-    `training.trainer.Trainer` (gradient accumulation over micro-batches normalised by the
-    global example count, step-keyed dropout, clipping of the all-reduced gradient), run
-    by experiments/train.py; restating that step here would make a fourth copy."""
-    raise NotImplementedError(
-        "ClassificationTask trains with xlnet_tf.training.trainer.Trainer (python -m "
-        "experiments.train --experiment=xlnet/classification ...), not with "
-        "official.core.base_trainer; give loss_fn() and build_inputs() to that Trainer")
 
   def build_metrics(self, training: Optional[bool] = None):
     del training
@@ -301,9 +237,12 @@ class ClassificationTask(base_task.Task):
   # ---- a whole evaluation --------------------------------------------------------------
 
   def evaluate(self, model: tf_keras.Model,
-               params: Optional[ClassificationDataConfig] = None) -> Dict[str, Any]:
+               params: Optional[ClassificationDataConfig] = None,
+               num_steps: int = -1) -> Dict[str, Any]:
     """The task's metrics (and mean validation loss) over every example of the
-    validation split: `validation_step`, `aggregate_logs`, `reduce_aggregated_logs`."""
+    validation split: `validation_step`, `aggregate_logs`, `reduce_aggregated_logs`
+    (`num_steps` is ignored: accuracy, F1, ... are of the whole split)."""
+    del num_steps
     params = params or self.task_config.validation_data
     metrics = self.build_metrics(training=False)
     step = tf.function(lambda batch: self.validation_step(batch, model, metrics))
@@ -317,3 +256,24 @@ class ClassificationTask(base_task.Task):
     results = self.reduce_aggregated_logs(state)
     results.update({m.name: float(m.result()) for m in metrics})
     return results
+
+  # ---- predictions ---------------------------------------------------------------------
+
+  def predict(self, model: tf_keras.Model, split: str = "test"):
+    """(examples, predictions) of every example of `split`, in order: scores
+    (regression) or class ids."""
+    examples = self.task_spec.read(self.data_dir, split)
+    data = self.task_config.validation_data.replace(split=split)
+    outputs = classifier_trainer.predict(model, self.build_inputs(data))
+    predictions = (outputs["score"] if self.spec.is_regression
+                   else np.argmax(outputs["logits"], -1))
+    return examples, predictions
+
+  def write_predictions(self, model: tf_keras.Model, path: str, split: str = "test") -> int:
+    """The predictions of `split` as a GLUE submission TSV at `path`; returns the number
+    of rows."""
+    examples, predictions = self.predict(model, split)
+    classifier_metrics.write_glue_predictions(
+        path, self.task_spec, predictions,
+        [classifier_tasks.glue_index(e.guid) for e in examples])
+    return len(examples)

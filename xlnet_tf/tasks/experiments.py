@@ -1,45 +1,79 @@
-"""The experiments of `exp_factory` ("xlnet/classification", ...) and their presets.
+"""The experiments of `exp_factory` and their defaults, the released scripts'.
 
   >>> from official.core import exp_factory
   >>> import xlnet_tf.tasks.experiments
   >>> params = exp_factory.get_exp_config("xlnet/classification")
 
-The defaults are the released run_classifier.py's (`finetuning.FinetuneOptions`): lr 1e-5,
-no warmup, no weight decay, clip 1.0, 1000 steps, checkpoints every 1000 steps, 100 steps
-per loop, batch 8, max_seq_length 128. YAML files in experiments/configs override them
-(`--config_file`), `--params_override` on top.
+  xlnet/pretraining     train.py: 100K steps, 1000 per loop, a checkpoint every 10K (give
+                        task.train_data.input_path, a record directory)
+  xlnet/classification  run_classifier.py: lr 1e-5, batch 8, 1000 steps (give
+                        init_checkpoint)
+  xlnet/squad           run_squad.py: lr 3e-5, layer decay 0.75, batch 48, 8000 steps,
+                        1000 warmup, max_seq_length 512 (give init_checkpoint, train_file,
+                        predict_file)
+  xlnet/race            run_race.py: lr 2e-5, batch 8, 12000 steps, 1000 per loop; the
+                        released script saves no intermediate checkpoint, here one every
+                        1000 steps (its README scripts' --save_steps) (give data_dir)
+  xlnet/tagging         the fine-tuning defaults on the Brown corpus (bundled subset)
+
+The task defaults are in each task's config (`xlnet_tf/tasks/<task>.py`). YAML files in
+experiments/configs override them (`--config_file`; a tiny `<task>_demo.yaml` for each),
+`--params_override` on top.
 """
 
 from official.core import config_definitions as cfg
 from official.core import exp_factory
 
 from xlnet_tf.tasks import classification
+from xlnet_tf.tasks import pretraining
+from xlnet_tf.tasks import race
+from xlnet_tf.tasks import squad
+from xlnet_tf.tasks import tagging
 
+PRETRAINING = "xlnet/pretraining"
 CLASSIFICATION = "xlnet/classification"
+SQUAD = "xlnet/squad"
+RACE = "xlnet/race"
+TAGGING = "xlnet/tagging"
+
+
+def _experiment(task: cfg.TaskConfig, train_steps: int, steps_per_loop: int,
+                checkpoint_interval: int, validation_interval: int,
+                max_to_keep: int = 3) -> cfg.ExperimentConfig:
+  restrictions = ["task.train_data.is_training != None"]
+  if not isinstance(task, pretraining.PretrainingConfig):
+    restrictions.append("task.validation_data.is_training != None")
+  return cfg.ExperimentConfig(
+      task=task, runtime=cfg.RuntimeConfig(distribution_strategy="one_device"),
+      trainer=cfg.TrainerConfig(
+          train_steps=train_steps, steps_per_loop=steps_per_loop,
+          checkpoint_interval=checkpoint_interval, max_to_keep=max_to_keep,
+          summary_interval=steps_per_loop, validation_steps=-1,
+          validation_interval=validation_interval),
+      restrictions=restrictions)
+
+
+@exp_factory.register_config_factory(PRETRAINING)
+def pretraining_experiment() -> cfg.ExperimentConfig:
+  return _experiment(pretraining.PretrainingConfig(), 100_000, 1000, 10_000, 10_000,
+                     max_to_keep=5)
 
 
 @exp_factory.register_config_factory(CLASSIFICATION)
 def classification_experiment() -> cfg.ExperimentConfig:
-  """Fine-tuning of a classifier with the released defaults (give init_checkpoint)."""
-  return cfg.ExperimentConfig(
-      task=classification.ClassificationConfig(),
-      runtime=cfg.RuntimeConfig(distribution_strategy="one_device"),
-      trainer=cfg.TrainerConfig(
-          train_steps=1000, steps_per_loop=100, checkpoint_interval=1000, max_to_keep=3,
-          summary_interval=100, validation_steps=-1, validation_interval=1000),
-      restrictions=["task.train_data.is_training != None",
-                    "task.validation_data.is_training != None"])
+  return _experiment(classification.ClassificationConfig(), 1000, 100, 1000, 1000)
 
 
-def tiny(params: cfg.ExperimentConfig) -> cfg.ExperimentConfig:
-  """A randomly initialised 1-layer model on the bundled movie reviews: trains in seconds
-  on a CPU (give task.train_data.spiece_model / validation_data.spiece_model)."""
-  params.override({
-      "task": {"model": {"n_layer": 1, "d_model": 32, "n_head": 2, "d_head": 16,
-                         "d_inner": 64, "n_token": 4000, "dropout": 0.0, "dropatt": 0.0},
-               "task_name": "movie_reviews", "max_seq_length": 32,
-               "train_data": {"global_batch_size": 16},
-               "validation_data": {"global_batch_size": 128},
-               "optimization": {"learning_rate": 1e-3, "warmup_steps": 2}},
-      "trainer": {"train_steps": 20, "steps_per_loop": 10, "checkpoint_interval": 10}})
-  return params
+@exp_factory.register_config_factory(SQUAD)
+def squad_experiment() -> cfg.ExperimentConfig:
+  return _experiment(squad.SquadConfig(), 8000, 1000, 1000, 2000, max_to_keep=5)
+
+
+@exp_factory.register_config_factory(RACE)
+def race_experiment() -> cfg.ExperimentConfig:
+  return _experiment(race.RaceConfig(), 12000, 1000, 1000, 1000)
+
+
+@exp_factory.register_config_factory(TAGGING)
+def tagging_experiment() -> cfg.ExperimentConfig:
+  return _experiment(tagging.TaggingConfig(), 1000, 100, 1000, 1000)

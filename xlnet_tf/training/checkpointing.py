@@ -16,29 +16,13 @@ Controller so that a loop ends at every multiple of `save_steps`.
   ...     variables=lambda: model.variables + optimizer.variables())
 """
 
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 
-
-class NonFiniteError(FloatingPointError):
-  """Training produced a NaN or infinite value (loss, gradient norm or variable)."""
-
-
-@tf.function
-def _finite_flags(variables):
-  return tf.stack([tf.reduce_all(tf.math.is_finite(tf.cast(v, tf.float32)))
-                   for v in variables])
-
-
-def non_finite_variables(variables: Sequence[tf.Variable]) -> List[str]:
-  """Names of the floating-point variables holding a NaN or an infinity."""
-  floats = [v for v in variables if v.dtype.is_floating]
-  if not floats:
-    return []
-  flags = _finite_flags(floats).numpy()
-  return [v.name for v, ok in zip(floats, flags) if not ok]
+from xlnet_tf.model_directory import NonFiniteError
+from xlnet_tf.model_directory import non_finite_variables
 
 
 def check_loop_values(loss: float, grad_norm: float, step: int,

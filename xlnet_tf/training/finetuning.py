@@ -1,19 +1,14 @@
-"""Fine-tuning a classifier: options, the training driver, and the fine-tuned model's folder.
+"""Fine-tuning: the options of a run, the model and optimizer, and the run itself.
 
-The run itself (`build_model_and_optimizer`, `train_model`) serves any fine-tuned model and
-loss: the classifier's here, the tagger's in `tagger_training`.
-
-A fine-tuned model directory holds `xlnet_config.json`, `classifier.json` (task, labels,
-regression, summary type, max_seq_length, casing), `model.ckpt` (tf.train.Checkpoint of the
-classifier) and `spiece.model`: everything `export_saved_model` needs.
+`build_model_and_optimizer` and `train_model` serve every fine-tuning task (the tasks of
+`xlnet_tf.tasks` give their model, loss and input); the fine-tuned model is written as a
+model directory by `xlnet_tf.model_directory`.
 """
 
 import dataclasses
 import functools
-import json
 import os
-import shutil
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence
 
 from absl import logging
 import orbit
@@ -21,6 +16,7 @@ import tensorflow as tf
 import tf_keras
 
 from xlnet_tf import pretrained
+from xlnet_tf.model_directory import ClassifierSpec
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.models.xlnet_classifier import XLNetClassifier
 from xlnet_tf.models.xlnet_classifier import build_classifier
@@ -29,30 +25,14 @@ from xlnet_tf.training import optimization
 from xlnet_tf.training import run_directory
 from xlnet_tf.training.checkpointing import GuardedCheckpointManager
 from xlnet_tf.training.checkpointing import loop_steps
-from xlnet_tf.training.checkpointing import non_finite_variables
-from xlnet_tf.training.checkpointing import NonFiniteError
+from xlnet_tf.training.pretraining import EVAL_SUMMARY_DIR
 from xlnet_tf.training.pretraining import PRECISIONS
 from xlnet_tf.training.pretraining import check_loop_settings
+from xlnet_tf.training.trainer import ForwardFn
 from xlnet_tf.training.trainer import LossFn
 from xlnet_tf.training.trainer import Trainer
+from xlnet_tf.training.trainer import run_controller
 
-CLASSIFIER_FILE = "classifier.json"
-
-
-@dataclasses.dataclass(frozen=True)
-class ClassifierSpec:
-  """What the classifier predicts and how its inputs are made."""
-  task_name: str
-  labels: Optional[Sequence[str]]          # None for regression
-  is_regression: bool = False
-  max_seq_length: int = 128
-  uncased: bool = False
-  summary_type: str = "last"
-  use_proj: bool = True
-
-  @property
-  def num_classes(self) -> int:
-    return 1 if self.is_regression else len(self.labels)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,7 +156,13 @@ def train_classifier(strategy: tf.distribute.Strategy, model: XLNetClassifier, o
 def train_model(strategy: tf.distribute.Strategy, model: tf_keras.Model, optimizer,
                 dataset_fn: Callable, options: FinetuneOptions, *, loss_fn: LossFn,
                 input_keys: Sequence[str],
-                run_settings: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                run_settings: Optional[Dict[str, Any]] = None,
+                forward_fn: Optional[ForwardFn] = None,
+                evaluator: Optional[orbit.AbstractEvaluator] = None,
+                eval_interval: Optional[int] = None,
+                eval_steps: int = -1,
+                eval_actions: Sequence[Callable[[Dict[str, Any]], None]] = ()
+                ) -> Dict[str, Any]:
   """The fine-tuning run of any model (with a `config`) and loss: the common
   `trainer.Trainer` with `loss_fn` (see `trainer.LossFn`) on the batch keys `input_keys`,
   trained to `train_steps` and resumed exactly from `model_dir`; returns {"step",
@@ -184,7 +170,13 @@ def train_model(strategy: tf.distribute.Strategy, model: tf_keras.Model, optimiz
 
   The model directory is checked, locked and claimed first (`open_run` with
   `run_settings`); checkpoints are guarded (no NaN weights saved) and every loop's loss and
-  gradient norm checked. `dataset_fn` as for `train_classifier`.
+  gradient norm checked. `dataset_fn` as for `train_classifier`; `forward_fn` as for
+  `Trainer`.
+
+  With an `evaluator` (orbit), training stops every `eval_interval` steps (and at the
+  end) for an evaluation: its metrics go to TensorBoard (`model_dir/validation`) and to
+  every `eval_actions` callable; the summary then has "evals" ([metrics], in order).
+  Evaluation reads the weights only, so it does not change the training's numbers.
   """
   lock = open_run(model.config, options, run_settings)
   try:
@@ -203,81 +195,19 @@ def train_model(strategy: tf.distribute.Strategy, model: tf_keras.Model, optimiz
     trainer = Trainer(strategy, model, optimizer, dataset, input_keys=input_keys,
                       loss_fn=loss_fn, grad_accum_steps=options.grad_accum_steps,
                       clip_norm=options.clip_norm, total_steps=options.train_steps,
-                      seed=options.seed, last_checkpoint=lambda: manager.latest_checkpoint)
-    losses: List[float] = []
-    controller = orbit.Controller(
-        global_step=optimizer.iterations, trainer=trainer, strategy=strategy,
-        steps_per_loop=loop_steps(options.steps_per_loop, options.save_steps),
-        checkpoint_manager=manager, summary_dir=os.path.join(options.model_dir, "train"),
-        summary_interval=None,
-        train_actions=[lambda output: losses.append(float(output["loss"]))])
+                      seed=options.seed, last_checkpoint=lambda: manager.latest_checkpoint,
+                      **({"forward_fn": forward_fn} if forward_fn else {}))
     stop = min(options.stop_at_step or options.train_steps, options.train_steps)
-    if start_step < stop:
-      controller.train(stop)
-    else:
-      logging.info("%s: already trained to step %d of %d", options.model_dir, start_step,
-                   options.train_steps)
-    return {"step": int(optimizer.iterations.numpy()), "losses": losses,
-            "start_step": start_step}
+    ran = run_controller(
+        trainer, strategy, manager, os.path.join(options.model_dir, "train"),
+        os.path.join(options.model_dir, EVAL_SUMMARY_DIR),
+        loop_steps(options.steps_per_loop, options.save_steps), start_step, stop,
+        evaluator=evaluator, eval_interval=eval_interval, eval_steps=eval_steps,
+        eval_actions=eval_actions)
+    summary = {"step": int(optimizer.iterations.numpy()), "losses": ran["losses"],
+               "start_step": start_step}
+    if evaluator is not None:
+      summary["evals"] = ran["evals"]
+    return summary
   finally:
     lock.release()
-
-
-def check_finite(model, what: str) -> None:
-  """Raises `NonFiniteError` before a model with a NaN/infinite weight is saved."""
-  bad = non_finite_variables(model.variables)
-  if bad:
-    raise NonFiniteError(f"{what}: {len(bad)} weight(s) hold NaN or infinite values (e.g. "
-                         f"{', '.join(bad[:3])}); nothing was written")
-
-
-def save_classifier(model: XLNetClassifier, spec: ClassifierSpec, directory: str,
-                    spiece_model: Optional[str]) -> None:
-  """Writes the fine-tuned model directory (see the module docstring); refuses
-  non-finite weights."""
-  save_model_dir(model, directory, CLASSIFIER_FILE, dataclasses.asdict(spec), spiece_model)
-
-
-def load_classifier(directory: str):
-  """(model, spec) from a fine-tuned model directory; every weight checked."""
-  def build(config: XLNetConfig, values: Dict[str, Any]):
-    spec = ClassifierSpec(**values)
-    return build_classifier(config, spec.num_classes, summary_type=spec.summary_type,
-                            use_proj=spec.use_proj, is_regression=spec.is_regression), spec
-  return load_model_dir(directory, CLASSIFIER_FILE, build,
-                        written_by="run_classifier (save_classifier)")
-
-
-def save_model_dir(model: tf_keras.Model, directory: str, spec_file: str,
-                   spec_values: Dict[str, Any], spiece_model: Optional[str]) -> None:
-  """Writes a fine-tuned model's directory: `xlnet_config.json`, `spec_file` (the task's
-  `spec_values` as JSON), `model.ckpt` and a copy of `spiece_model` (if given); refuses
-  non-finite weights (nothing is written)."""
-  check_finite(model, directory)
-  tf.io.gfile.makedirs(directory)
-  model.config.to_json_file(os.path.join(directory, pretrained.CONFIG_FILE))
-  with tf.io.gfile.GFile(os.path.join(directory, spec_file), "w") as f:
-    f.write(json.dumps(spec_values, indent=2) + "\n")
-  tf.train.Checkpoint(model=model).write(os.path.join(directory, pretrained.CHECKPOINT_PREFIX))
-  if spiece_model:
-    shutil.copyfile(spiece_model, os.path.join(directory, pretrained.SPIECE_FILE))
-
-
-def load_model_dir(directory: str, spec_file: str,
-                   build: Callable[[XLNetConfig, Dict[str, Any]], Tuple[tf_keras.Model, Any]],
-                   written_by: str):
-  """(model, spec) from a directory of `save_model_dir`: `build(config, spec_values)`
-  gives them, then every weight of the model is read from `model.ckpt` and checked.
-  A missing file raises FileNotFoundError naming it and `written_by`."""
-  for name in (pretrained.CONFIG_FILE, spec_file, pretrained.CHECKPOINT_PREFIX + ".index"):
-    if not tf.io.gfile.exists(os.path.join(directory, name)):
-      raise FileNotFoundError(f"{directory}: no {name}; expected a directory written by "
-                              f"{written_by}")
-  config = XLNetConfig.from_json_file(os.path.join(directory, pretrained.CONFIG_FILE))
-  with tf.io.gfile.GFile(os.path.join(directory, spec_file)) as f:
-    values = json.loads(f.read())
-  model, spec = build(config, values)
-  status = tf.train.Checkpoint(model=model).read(
-      os.path.join(directory, pretrained.CHECKPOINT_PREFIX))
-  status.assert_existing_objects_matched().expect_partial()
-  return model, spec

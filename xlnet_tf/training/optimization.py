@@ -134,7 +134,7 @@ def build_optimizer(learning_rate: float, train_steps: int, warmup_steps: int,
                     loss_scale: bool = False,
                     lr_multipliers: Optional[Dict[str, Any]] = None,
                     gradient_multipliers: Optional[Dict[str, float]] = None,
-                    adam_bias_correction: str = "released"
+                    adam_bias_correction: str = "released", clip_norm: float = 0.0
                     ) -> tf_keras.optimizers.Optimizer:
   """Adam(W) with the schedule above (see the module docstring).
 
@@ -144,6 +144,8 @@ def build_optimizer(learning_rate: float, train_steps: int, warmup_steps: int,
       (`layerwise_gradient_scales`, the released layer-wise decay).
     adam_bias_correction: "released", "always" or "never".
     loss_scale: wrap in a LossScaleOptimizer (mixed_float16).
+    clip_norm: > 0: the optimizer clips the gradients by global norm itself (for
+      `model.fit`); 0 (default): the training loop clips, after the cross-replica sum.
   """
   check_settings(learning_rate, train_steps, warmup_steps, weight_decay=weight_decay,
                  adam_epsilon=adam_epsilon, min_lr_ratio=min_lr_ratio, beta_1=beta_1,
@@ -153,7 +155,7 @@ def build_optimizer(learning_rate: float, train_steps: int, warmup_steps: int,
   optimizer = AdamWeightDecay(
       learning_rate=schedule, weight_decay_rate=weight_decay, beta_1=beta_1,
       beta_2=beta_2, epsilon=adam_epsilon, include_in_weight_decay=list(DECAY_INCLUDE),
-      exclude_from_weight_decay=list(DECAY_EXCLUDE), gradient_clip_norm=0.0,
+      exclude_from_weight_decay=list(DECAY_EXCLUDE), gradient_clip_norm=clip_norm,
       bias_correction=uses_bias_correction(adam_bias_correction, weight_decay),
       lr_multipliers=lr_multipliers, gradient_multipliers=gradient_multipliers)
   if loss_scale:

@@ -12,7 +12,7 @@ import tensorflow as tf
 import tf_keras
 
 from xlnet_tf.models.losses import target_cross_entropy
-from xlnet_tf.training.checkpointing import NonFiniteError
+from xlnet_tf.model_directory import NonFiniteError
 from xlnet_tf.training.memory import ReplicaMemories
 from xlnet_tf.training.trainer import Trainer
 

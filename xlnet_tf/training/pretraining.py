@@ -4,7 +4,7 @@ Builds the model, optimizer and memories in the strategy's scope, restores the n
 checkpoint of `model_dir` if there is one (weights, optimizer, step, memories; the data
 position follows from the step), and runs an orbit Controller: `steps_per_loop` steps per
 `tf.function` call, TensorBoard scalars in `model_dir/train`, a checkpoint every
-`save_steps`. At the end the model is exported with `save_pretrained` to `export_dir`,
+`save_steps`. At the end the model is written with `save_pretrained` to `final_dir`,
 which `xlnet_tf.load_pretrained` and fine-tuning read.
 
 Multi-worker (MultiWorkerMirroredStrategy): every worker runs the same program. The chief
@@ -20,13 +20,13 @@ import dataclasses
 import hashlib
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, Optional
 
 from absl import logging
-import orbit
 import tensorflow as tf
 import tf_keras
 
+from xlnet_tf import model_directory
 from xlnet_tf import paths
 from xlnet_tf import pretrained
 from xlnet_tf.configs import XLNetConfig
@@ -41,7 +41,9 @@ from xlnet_tf.training.checkpointing import loop_steps
 from xlnet_tf.training.memory import ReplicaMemories
 from xlnet_tf.training.memory import local_replica_count
 from xlnet_tf.training.pretrain_trainer import PretrainTrainer
+from xlnet_tf.training.trainer import run_controller
 
+EVAL_SUMMARY_DIR = "validation"        # TensorBoard scalars of the evaluations
 PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16",
               "mixed_float16": "mixed_float16"}
 
@@ -64,14 +66,14 @@ class PretrainOptions:
   precision: str = "float32"
   jit_compile: bool = False
   init_checkpoint: Optional[str] = None
-  export_dir: Optional[str] = None
+  final_dir: Optional[str] = None        # the pretrained model directory (MODEL_DIR/final)
   seed: int = 0
   stop_at_step: Optional[int] = None     # stop (and checkpoint) early; the schedule stays
   objective: str = "plm"                 # or "mlm": the masked-LM baseline (ablations)
 
   # What may change between the runs of one model directory: it does not change the numbers.
   NOT_RUN_SETTINGS = ("model_dir", "steps_per_loop", "save_steps", "max_checkpoints",
-                      "export_dir", "stop_at_step")
+                      "final_dir", "stop_at_step")
 
   def __post_init__(self):
     """Refuses impossible values (naming the flag) before anything is built."""
@@ -130,10 +132,14 @@ def check_data(data_path: str) -> Dict[str, Any]:
 
 def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_path: str,
                     options: PretrainOptions,
-                    manifest: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                    manifest: Optional[Dict[str, Any]] = None,
+                    evaluation: Optional[Callable[[Any, Any], Dict[str, Any]]] = None
+                    ) -> Dict[str, Any]:
   """Trains until `options.train_steps` (resuming from `model_dir`); returns a summary.
 
-  The returned dict has the final `step`, the per-loop `losses`, and `export_dir`.
+  The returned dict has the final `step`, the per-loop `losses`, and `final_dir` (and
+  "evals" with an `evaluation`: `evaluation(model, optimizer)` gives the evaluator,
+  eval_interval and eval_actions of `finetuning.train_model`).
   Raises `NonFiniteLossError` (with the last good checkpoint left intact) on a NaN loss.
   """
   manifest = manifest or check_data(data_path)
@@ -160,7 +166,7 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
   batch_size = rows_per_step // local_replicas                       # per replica
 
   write_dir = _writing_dir(strategy, options.model_dir)
-  paths.check_output_dir(options.export_dir, "--export_dir")
+  paths.check_output_dir(options.final_dir, "final_dir")
   lock = None
   if write_dir == options.model_dir:          # the chief owns model_dir: lock and claim it
     lock = run_directory.open_run(
@@ -171,14 +177,14 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
 
   try:
     return _train(strategy, config, data_path, options, manifest, write_dir, batch_size,
-                  rows_per_step * num_pipelines * settings["seq_len"])
+                  rows_per_step * num_pipelines * settings["seq_len"], evaluation)
   finally:
     if lock is not None:
       lock.release()
 
 
 def _train(strategy, config, data_path, options, manifest, write_dir, batch_size,
-           tokens_per_step):
+           tokens_per_step, evaluation=None):
   """Builds, restores and trains (the directory is claimed)."""
   with strategy.scope():
     model = build_pretrainer(config, options.objective)
@@ -224,29 +230,29 @@ def _train(strategy, config, data_path, options, manifest, write_dir, batch_size
       jit_compile=options.jit_compile, seed=options.seed,
       last_checkpoint=lambda: manager.latest_checkpoint)
 
-  losses: List[float] = []
-  controller = orbit.Controller(
-      global_step=optimizer.iterations, trainer=trainer, strategy=strategy,
-      steps_per_loop=loop_steps(options.steps_per_loop, options.save_steps),
-      checkpoint_manager=manager, summary_dir=os.path.join(write_dir, "train"),
-      summary_interval=None,                     # every loop
-      train_actions=[lambda output: losses.append(float(output["loss"]))])
   stop = min(options.stop_at_step or options.train_steps, options.train_steps)
-  if start_step < stop:
-    try:
-      controller.train(stop)
-    except tf.errors.DataLossError as e:
-      raise _corrupt_data_error(manifest, data_path, e) from None
+  eval_args = evaluation(model, optimizer) if evaluation else {}
+  try:
+    ran = run_controller(
+        trainer, strategy, manager, os.path.join(write_dir, "train"),
+        os.path.join(write_dir, EVAL_SUMMARY_DIR),
+        loop_steps(options.steps_per_loop, options.save_steps), start_step, stop,
+        **eval_args)
+  except tf.errors.DataLossError as e:
+    raise _corrupt_data_error(manifest, data_path, e) from None
 
-  export_dir = options.export_dir or os.path.join(options.model_dir, "export")
+  final_dir = options.final_dir or os.path.join(options.model_dir, "final")
   spiece = manifest["spiece"]["path"]
   pretrained.save_pretrained(
-      model, export_dir if write_dir == options.model_dir else os.path.join(write_dir, "export"),
+      model, final_dir if write_dir == options.model_dir else os.path.join(write_dir, "final"),
       spiece if tf.io.gfile.exists(spiece) else None)
   if write_dir != options.model_dir:
     tf.io.gfile.rmtree(write_dir)
-  return {"step": int(optimizer.iterations.numpy()), "losses": losses,
-          "export_dir": export_dir, "start_step": start_step}
+  summary = {"step": int(optimizer.iterations.numpy()), "losses": ran["losses"],
+             "final_dir": final_dir, "start_step": start_step}
+  if evaluation:
+    summary["evals"] = ran["evals"]
+  return summary
 
 
 def _corrupt_data_error(manifest, data_path: str, error) -> Exception:
@@ -274,6 +280,6 @@ def _warm_start(model, init_checkpoint: str) -> None:
   `model.ckpt` prefix), checked variable by variable."""
   prefix = init_checkpoint
   if tf.io.gfile.isdir(init_checkpoint):
-    prefix = os.path.join(init_checkpoint, pretrained.CHECKPOINT_PREFIX)
+    prefix = os.path.join(init_checkpoint, model_directory.CHECKPOINT_PREFIX)
   pretrained.restore_weights(model, prefix)
   logging.info("initialised from %s", prefix)

@@ -25,7 +25,7 @@ from absl import logging
 import tensorflow as tf
 
 from xlnet_tf import paths
-from xlnet_tf.training.checkpointing import NonFiniteError
+from xlnet_tf.model_directory import NonFiniteError
 
 SETTINGS_FILE = "run_settings.json"
 

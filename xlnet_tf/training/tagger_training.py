@@ -16,16 +16,14 @@ batch (`losses.token_cross_entropy`).
   ...                                          label_list=spec.labels, cache_dir="cache")
   >>> train_tagger(strategy, model, optimizer, lambda ctx: tagging_features.tagging_dataset(
   ...     path, 32, is_training=True, seed=0, input_context=ctx), options)
-  >>> save_tagger(model, spec, "tagger_dir", "spiece.model")
+  >>> model_directory.save(model, "tagger_dir", spec, "spiece.model")
   >>> predict_tags(model, sp, [["The", "jury", "said"]], spec)
   [['at', 'nn', 'vbd']]
 
-A fine-tuned tagger's directory holds `xlnet_config.json`, `tagger.json` (task, labels,
-max_seq_length, casing), `model.ckpt` and `spiece.model`: what `serving.tagger_export`
-needs.
+The fine-tuned tagger is a model directory with `tagger.json` (`model_directory.TaggerSpec`:
+task, labels, max_seq_length, casing, scheme): what `serving.tagger_export` reads.
 """
 
-import dataclasses
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -35,31 +33,13 @@ import tensorflow as tf
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import tagging_features
 from xlnet_tf.evaluation import tagging_metrics
+from xlnet_tf.model_directory import TaggerSpec
 from xlnet_tf.models import losses
 from xlnet_tf.models.xlnet_tagger import XLNetTagger
 from xlnet_tf.models.xlnet_tagger import build_tagger
 from xlnet_tf.training.finetuning import FinetuneOptions
 from xlnet_tf.training.finetuning import build_model_and_optimizer
-from xlnet_tf.training.finetuning import load_model_dir
-from xlnet_tf.training.finetuning import save_model_dir
 from xlnet_tf.training.finetuning import train_model
-
-TAGGER_FILE = "tagger.json"
-
-
-@dataclasses.dataclass(frozen=True)
-class TaggerSpec:
-  """What the tagger predicts and how its inputs are made."""
-  task_name: str
-  labels: Sequence[str]                 # tag strings in id order
-  max_seq_length: int = 128
-  uncased: bool = False
-  scheme: str = "tags"                  # "bio": also entity-level metrics
-
-  @property
-  def num_labels(self) -> int:
-    return len(self.labels)
-
 
 def tagging_loss(outputs: Dict[str, tf.Tensor], batch: Dict[str, tf.Tensor]):
   """The `Trainer` loss of a tagger: (cross-entropy summed over the micro-batch's labelled
@@ -134,22 +114,3 @@ def evaluate_tagger(model: XLNetTagger, sp: spm.SentencePieceProcessor,
   predicted = predict_tags(model, sp, [s.words for s in sentences], spec, batch_size)
   return tagging_metrics.tagging_metrics([list(s.tags) for s in sentences], predicted,
                                          scheme=spec.scheme)
-
-
-# ---- the model directory -------------------------------------------------------------------
-
-def save_tagger(model: XLNetTagger, spec: TaggerSpec, directory: str,
-                spiece_model: Optional[str]) -> None:
-  """Writes the fine-tuned tagger's directory (see the module docstring); refuses
-  non-finite weights (`finetuning.save_model_dir`)."""
-  values = dataclasses.asdict(spec)
-  values["labels"] = list(spec.labels)
-  save_model_dir(model, directory, TAGGER_FILE, values, spiece_model)
-
-
-def load_tagger(directory: str):
-  """(model, spec) from a fine-tuned tagger's directory; every weight checked."""
-  def build(config: XLNetConfig, values: Dict[str, Any]):
-    spec = TaggerSpec(**{**values, "labels": tuple(values["labels"])})
-    return build_tagger(config, spec.num_labels), spec
-  return load_model_dir(directory, TAGGER_FILE, build, written_by="save_tagger")

@@ -26,7 +26,7 @@ returns loss, grad_norm, learning_rate, steps_per_sec (and tokens_per_sec) for T
 """
 
 import time
-from typing import Callable, Dict, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 from absl import logging
 import orbit
@@ -36,7 +36,7 @@ import tf_keras
 from xlnet_tf.layers.step_dropout import step_seed
 from xlnet_tf.layers.step_dropout import training_seed
 from xlnet_tf.training import optimization
-from xlnet_tf.training.checkpointing import NonFiniteError
+from xlnet_tf.model_directory import NonFiniteError
 from xlnet_tf.training.checkpointing import check_loop_values
 from xlnet_tf.training.memory import ReplicaMemories
 
@@ -187,3 +187,33 @@ class Trainer(orbit.StandardTrainer):
       line += f" | ETA {(self.total_steps - step) * seconds / max(steps, 1) / 60:.1f} min"
     logging.info("%s", line)
     return outputs
+
+
+def run_controller(trainer: Trainer, strategy: tf.distribute.Strategy, manager,
+                   summary_dir: str, eval_summary_dir: str, steps_per_loop, start_step: int,
+                   stop_step: int, evaluator: Optional[orbit.AbstractEvaluator] = None,
+                   eval_interval: Optional[int] = None, eval_steps: int = -1,
+                   eval_actions: Sequence[Callable[[Dict[str, Any]], None]] = ()
+                   ) -> Dict[str, Any]:
+  """Runs `trainer` from `start_step` to `stop_step` under an `orbit.Controller` (the
+  checkpoints of `manager`, TensorBoard scalars every loop in `summary_dir`), with an
+  evaluation every `eval_interval` steps and at the end when there is an `evaluator`
+  (its metrics in `eval_summary_dir` and passed to `eval_actions`). Returns {"losses":
+  one per loop, "evals": [metrics]} of this call."""
+  losses: List[float] = []
+  evals: List[Dict[str, Any]] = []
+  controller = orbit.Controller(
+      global_step=trainer.global_step, trainer=trainer, evaluator=evaluator,
+      strategy=strategy, steps_per_loop=steps_per_loop, checkpoint_manager=manager,
+      summary_dir=summary_dir, eval_summary_dir=eval_summary_dir,
+      summary_interval=None,                              # every loop
+      train_actions=[lambda output: losses.append(float(output["loss"]))],
+      eval_actions=[evals.append, *eval_actions])
+  if start_step >= stop_step:
+    logging.info("already trained to step %d (stop at %d)", start_step, stop_step)
+  elif evaluator is not None:
+    controller.train_and_evaluate(stop_step, eval_steps=eval_steps,
+                                  eval_interval=eval_interval)
+  else:
+    controller.train(stop_step)
+  return {"losses": losses, "evals": evals}

@@ -1,0 +1,240 @@
+"""The model directory: the one on-disk form of every model we write and read (a
+checkpoint folder; a SavedModel is an "export", see `xlnet_tf.serving`).
+
+  xlnet_config.json        the architecture (released keys) and run options
+  model.ckpt.index/.data-* tf.train.Checkpoint(model=<the model>)
+  spiece.model             the SentencePiece model, when known
+  <spec file>              a fine-tuned model's task spec (none for a pretrained model):
+                             classifier.json  ClassifierSpec (labels, regression, summary)
+                             tagger.json      TaggerSpec (tags, scheme)
+                             race.json        RaceSpec (lengths, levels, summary)
+                             squad.json       SQuAD window settings, null threshold
+
+Written by pretraining (`pretrained.save_pretrained`), `xlnet_tf.convert` and every
+fine-tuning task through `write`: the weights are checked first (no NaN or infinite value is
+ever written) and the directory appears whole (built under a temporary name, then renamed
+over the old one). Read by `load_pretrained`, the tasks and `serving/` through `load` and
+the per-task loaders here; nothing in this module imports training code.
+
+  >>> save(model, "runs/sst2/final", ClassifierSpec("sst-2", ("0", "1")), "spiece.model")
+  >>> model, spec = load_classifier("runs/sst2/final")
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import tensorflow as tf
+import tf_keras
+
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.models.xlnet_classifier import build_classifier
+from xlnet_tf.models.xlnet_multiple_choice import build_multiple_choice
+from xlnet_tf.models.xlnet_squad import build_squad_model
+from xlnet_tf.models.xlnet_tagger import build_tagger
+
+CONFIG_FILE = "xlnet_config.json"
+CHECKPOINT_PREFIX = "model.ckpt"
+SPIECE_FILE = "spiece.model"
+CLASSIFIER_FILE = "classifier.json"
+TAGGER_FILE = "tagger.json"
+RACE_FILE = "race.json"
+SQUAD_FILE = "squad.json"
+
+
+class NonFiniteError(FloatingPointError):
+  """Training produced a NaN or infinite value (loss, gradient norm or variable)."""
+
+
+@tf.function
+def _finite_flags(variables):
+  return tf.stack([tf.reduce_all(tf.math.is_finite(tf.cast(v, tf.float32)))
+                   for v in variables])
+
+
+def non_finite_variables(variables: Sequence[tf.Variable]) -> List[str]:
+  """Names of the floating-point variables holding a NaN or an infinity."""
+  floats = [v for v in variables if v.dtype.is_floating]
+  if not floats:
+    return []
+  flags = _finite_flags(floats).numpy()
+  return [v.name for v, ok in zip(floats, flags) if not ok]
+
+
+def check_finite(model: tf_keras.Model, what: str) -> None:
+  """Raises `NonFiniteError` (naming up to three weights) before a model with a NaN or
+  infinite weight is written to `what`."""
+  bad = non_finite_variables(model.variables)
+  if bad:
+    raise NonFiniteError(
+        f"{what}: {len(bad)} weight(s) hold NaN or infinite values (e.g. "
+        f"{', '.join(bad[:3])}); nothing was written")
+
+
+# ---- writing and reading ---------------------------------------------------------------------
+
+def write(model: tf_keras.Model, directory: str, spec_file: Optional[str] = None,
+          spec_values: Optional[Dict[str, Any]] = None,
+          spiece_model: Optional[str] = None) -> str:
+  """Writes `model` (with a `config`) as a model directory: config, weights, a copy of
+  `spiece_model` (if given) and `spec_file` holding `spec_values` (if given). The weights
+  are checked first; the directory is built as `<directory>.partial-<pid>` and renamed
+  over `directory` (an older one is removed only after). Returns `directory`."""
+  check_finite(model, directory)
+  directory = directory.rstrip("/")
+  partial = f"{directory}.partial-{os.getpid()}"
+  if tf.io.gfile.exists(partial):
+    tf.io.gfile.rmtree(partial)
+  tf.io.gfile.makedirs(partial)
+  model.config.to_json_file(os.path.join(partial, CONFIG_FILE))
+  if spec_file:
+    with tf.io.gfile.GFile(os.path.join(partial, spec_file), "w") as f:
+      f.write(json.dumps(spec_values or {}, indent=2) + "\n")
+  tf.train.Checkpoint(model=model).write(os.path.join(partial, CHECKPOINT_PREFIX))
+  if spiece_model:
+    tf.io.gfile.copy(spiece_model, os.path.join(partial, SPIECE_FILE), overwrite=True)
+  old = f"{directory}.old-{os.getpid()}"
+  if tf.io.gfile.exists(directory):
+    tf.io.gfile.rename(directory, old)
+  tf.io.gfile.rename(partial, directory)
+  if tf.io.gfile.exists(old):
+    tf.io.gfile.rmtree(old)
+  return directory
+
+
+def read_config(directory: str) -> XLNetConfig:
+  path = os.path.join(directory, CONFIG_FILE)
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f"{directory}: no {CONFIG_FILE}; expected a model directory "
+                            f"(written by training, xlnet_tf.convert or save_pretrained)")
+  return XLNetConfig.from_json_file(path)
+
+
+def read_spec(directory: str, spec_file: str) -> Dict[str, Any]:
+  """The task spec of a model directory ({} when it has no `spec_file`)."""
+  path = os.path.join(directory, spec_file)
+  if not tf.io.gfile.exists(path):
+    return {}
+  with tf.io.gfile.GFile(path) as f:
+    return json.loads(f.read())
+
+
+def load(directory: str, spec_file: str,
+         build: Callable[[XLNetConfig, Dict[str, Any]], Tuple[tf_keras.Model, Any]],
+         written_by: str):
+  """(model, spec) of a fine-tuned model directory: `build(config, spec values)` gives
+  them, then every weight of the model is read from model.ckpt (a mismatch raises). A
+  missing file raises FileNotFoundError naming it and `written_by`."""
+  for name in (CONFIG_FILE, spec_file, CHECKPOINT_PREFIX + ".index"):
+    if not tf.io.gfile.exists(os.path.join(directory, name)):
+      raise FileNotFoundError(f"{directory}: no {name}; expected a directory written by "
+                              f"{written_by}")
+  model, spec = build(read_config(directory), read_spec(directory, spec_file))
+  status = tf.train.Checkpoint(model=model).read(os.path.join(directory, CHECKPOINT_PREFIX))
+  status.assert_existing_objects_matched().expect_partial()
+  return model, spec
+
+
+def spec_values(spec) -> Dict[str, Any]:
+  """A spec dataclass as JSON values (tuples as lists)."""
+  return {k: list(v) if isinstance(v, tuple) else v
+          for k, v in dataclasses.asdict(spec).items()}
+
+
+def save(model: tf_keras.Model, directory: str, spec, spiece_model: Optional[str]) -> str:
+  """`write` of a fine-tuned model with its spec: a ClassifierSpec, TaggerSpec or RaceSpec
+  (into its spec file), or the settings dict of a SQuAD model (squad.json)."""
+  if isinstance(spec, dict):
+    return write(model, directory, SQUAD_FILE, spec, spiece_model)
+  spec_file = {ClassifierSpec: CLASSIFIER_FILE, TaggerSpec: TAGGER_FILE,
+               RaceSpec: RACE_FILE}[type(spec)]
+  return write(model, directory, spec_file, spec_values(spec), spiece_model)
+
+
+# ---- the task specs and their loaders ----------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class ClassifierSpec:
+  """What a classifier predicts and how its inputs are made (classifier.json)."""
+  task_name: str
+  labels: Optional[Sequence[str]]          # None for regression
+  is_regression: bool = False
+  max_seq_length: int = 128
+  uncased: bool = False
+  summary_type: str = "last"
+  use_proj: bool = True
+
+  @property
+  def num_classes(self) -> int:
+    return 1 if self.is_regression else len(self.labels)
+
+
+@dataclasses.dataclass(frozen=True)
+class TaggerSpec:
+  """What a tagger predicts and how its inputs are made (tagger.json)."""
+  task_name: str
+  labels: Sequence[str]                 # tag strings in id order
+  max_seq_length: int = 128
+  uncased: bool = False
+  scheme: str = "tags"                  # "bio": also entity-level metrics
+
+  @property
+  def num_labels(self) -> int:
+    return len(self.labels)
+
+
+@dataclasses.dataclass(frozen=True)
+class RaceSpec:
+  """What a fine-tuned RACE model reads and how it is built (race.json)."""
+  task: str = "race"
+  max_seq_length: int = 512
+  max_qa_length: int = 128
+  uncased: bool = False
+  levels: Tuple[str, ...] = ("middle", "high")
+  summary_type: str = "last"
+  use_proj: bool = True
+
+
+def load_classifier(directory: str):
+  """(XLNetClassifier, ClassifierSpec) of a fine-tuned classifier's directory."""
+  def build(config, values):
+    spec = ClassifierSpec(**values)
+    return build_classifier(config, spec.num_classes, summary_type=spec.summary_type,
+                            use_proj=spec.use_proj, is_regression=spec.is_regression), spec
+  return load(directory, CLASSIFIER_FILE, build,
+              written_by="the xlnet/classification task (run_classifier, experiments.train) "
+                         "or xlnet_tf.convert")
+
+
+def load_tagger(directory: str):
+  """(XLNetTagger, TaggerSpec) of a fine-tuned tagger's directory."""
+  def build(config, values):
+    spec = TaggerSpec(**{**values, "labels": tuple(values["labels"])})
+    return build_tagger(config, spec.num_labels), spec
+  return load(directory, TAGGER_FILE, build, written_by="the xlnet/tagging task")
+
+
+def load_race(directory: str):
+  """(XLNetMultipleChoice, RaceSpec) of a fine-tuned RACE model's directory."""
+  def build(config, values):
+    if values.get("task") != "race":
+      raise ValueError(f"{directory}: {RACE_FILE} is of task {values.get('task')!r}, not "
+                       f"'race'")
+    spec = RaceSpec(**{**values, "levels": tuple(values.get("levels", RaceSpec.levels))})
+    return build_multiple_choice(config, summary_type=spec.summary_type,
+                                 use_proj=spec.use_proj), spec
+  return load(directory, RACE_FILE, build,
+              written_by="the xlnet/race task (run_race --do_train, experiments.train)")
+
+
+def load_squad(directory: str, start_n_top: Optional[int] = None,
+               end_n_top: Optional[int] = None):
+  """(XLNetForSquad, squad.json values) of a fine-tuned SQuAD model's directory; the head
+  searches start_n_top x end_n_top candidates (default: squad.json's, else 5 x 5)."""
+  def build(config, values):
+    return build_squad_model(config, start_n_top or values.get("start_n_top", 5),
+                             end_n_top or values.get("end_n_top", 5), 0.0), values
+  return load(directory, SQUAD_FILE, build,
+              written_by="the xlnet/squad task (run_squad --do_train, experiments.train) "
+                         "or xlnet_tf.convert")

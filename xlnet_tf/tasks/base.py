@@ -1,0 +1,284 @@
+"""What every XLNet fine-tuning task shares: the network config, the optimisation settings,
+the input config, and `XLNetTask`, the Model Garden `base_task.Task` the driver
+(`tasks.train_lib`) runs.
+
+A task subclass owns its problem: the model (`build_model`), its cached TFRecord features
+and `tf.data` input (`features_path`, `build_inputs`), its loss for the common
+`training.trainer.Trainer` (`loss_fn`, `INPUT_KEYS`, `forward_fn`), its evaluation
+(`evaluate` -> metrics, `METRIC` the one the best model is chosen by), its model directory
+(`save_model_dir`) and what its SavedModel serves (`export`). The rest is here: the config of
+the network (sizes from `init_checkpoint`'s xlnet_config.json or given), the warm start,
+the SentencePiece model, the per-replica micro-batch size.
+
+  >>> task = task_factory.get_task(params.task)
+  >>> model = task.build_model(); task.initialize(model)
+  >>> dataset = task.build_inputs(params.task.train_data)       # micro-batches
+  >>> loss_sum, count = task.loss_fn()(model(batch), batch)
+"""
+
+import dataclasses
+import os
+from typing import Any, Dict, Optional
+
+from official.core import base_task
+from official.core import config_definitions as cfg
+from official.modeling.hyperparams import base_config
+import tensorflow as tf
+import tf_keras
+
+from xlnet_tf import model_directory
+from xlnet_tf import pretrained
+from xlnet_tf.configs import RELEASED_KEYS
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.training import finetuning
+from xlnet_tf.training import optimization
+
+
+@dataclasses.dataclass
+class XLNetModelConfig(base_config.Config):
+  """The network. With `task.init_checkpoint` set the sizes are read from its
+  xlnet_config.json (a size given here must then agree with it); without, every size must
+  be given (a randomly initialised model)."""
+  n_layer: Optional[int] = None
+  d_model: Optional[int] = None
+  n_head: Optional[int] = None
+  d_head: Optional[int] = None
+  d_inner: Optional[int] = None
+  ff_activation: Optional[str] = None
+  untie_r: Optional[bool] = None
+  n_token: Optional[int] = None
+  summary_type: str = "last"          # last (<cls>), first, mean, mean_with_padding, attn
+  use_proj: bool = True               # dense + tanh on the summary (--use_summ_proj)
+  dropout: float = 0.1
+  dropatt: float = 0.1
+
+
+@dataclasses.dataclass
+class TaskDataConfig(cfg.DataConfig):
+  """One split's input: examples read by the task, features cached under `cache_dir`.
+
+  global_batch_size is the examples of one update (all replicas and, for training, all
+  `grad_accum_steps` micro-batches). `spiece_model` "" is the init_checkpoint's
+  spiece.model; `cache_dir` "" is MODEL_DIR/features when run by the driver.
+  """
+  split: str = "train"
+  cache_dir: str = ""
+  spiece_model: str = ""
+  shuffle_buffer_size: int = 100_000
+  seed: Optional[int] = 0
+
+
+# The optimisation fields of `finetuning.FinetuneOptions` (same names, types and defaults:
+# the released run_classifier.py's); the loop's (train_steps, steps_per_loop, checkpoint
+# interval, max_to_keep) are in `trainer`, the warm start is `task.init_checkpoint`.
+_LOOP_FIELDS = ("model_dir", "train_steps", "steps_per_loop", "save_steps", "max_checkpoints",
+                "init_checkpoint", "stop_at_step")
+FinetuneSettings = dataclasses.make_dataclass(
+    "FinetuneSettings",
+    [(f.name, f.type, dataclasses.field(default=f.default))
+     for f in dataclasses.fields(finetuning.FinetuneOptions) if f.name not in _LOOP_FIELDS],
+    bases=(base_config.Config,))
+FinetuneSettings.__module__ = __name__
+FinetuneSettings.__doc__ = ("The optimisation settings of `finetuning.FinetuneOptions` "
+                            "(same names and defaults).")
+
+
+def data_config(split: str, is_training: bool, batch_size: int,
+                kind=TaskDataConfig) -> Any:
+  """A default `train_data` / `validation_data` field of a task config."""
+  return dataclasses.field(default_factory=lambda: kind(
+      split=split, is_training=is_training, global_batch_size=batch_size,
+      drop_remainder=is_training))
+
+
+class XLNetTask(base_task.Task):
+  """The shared part of the XLNet tasks (see the module docstring for what a subclass
+  gives). `task_config` has `model` (XLNetModelConfig), `init_checkpoint`, `train_data`,
+  `validation_data` (TaskDataConfig) and `optimization` (FinetuneSettings)."""
+
+  INPUT_KEYS = ("input_ids", "segment_ids", "input_mask")
+  LABEL_KEY = "label_id"               # the batch key of the labels (model.fit's target)
+  fit_output = "logits"                # the model output the loss reads (model.fit)
+  METRIC = "accuracy"                  # the metric the best model is chosen by
+  METRIC_HIGHER_IS_BETTER = True
+
+  # ---- the network -----------------------------------------------------------------------
+
+  def xlnet_config(self) -> XLNetConfig:
+    """The network's config with the fine-tuning run options (no memory, bidirectional)."""
+    params = self.task_config
+    given = {k: getattr(params.model, k) for k in RELEASED_KEYS
+             if getattr(params.model, k) is not None}
+    if params.init_checkpoint:
+      config_file = os.path.join(params.init_checkpoint, model_directory.CONFIG_FILE)
+      if not tf.io.gfile.exists(config_file):
+        raise ValueError(f"task.init_checkpoint: {config_file} does not exist (expected a "
+                         f"pretrained model directory, e.g. from xlnet_tf.convert)")
+      config = XLNetConfig.from_json_file(config_file)
+      differing = {k: (v, getattr(config, k)) for k, v in given.items()
+                   if getattr(config, k) != v}
+      if differing:
+        raise ValueError("task.model " + ", ".join(
+            f"{k}={v!r} differs from {params.init_checkpoint}'s {c!r}"
+            for k, (v, c) in sorted(differing.items())) +
+            "; leave the sizes unset (null) to take the checkpoint's")
+    else:
+      missing = [k for k in RELEASED_KEYS[:5] if k not in given]
+      if missing:
+        raise ValueError(f"task.model: {', '.join(missing)} must be set when "
+                         f"task.init_checkpoint is empty (a randomly initialised model)")
+      config = XLNetConfig(**given)
+    return finetuning.finetune_config(config, params.model.dropout, params.model.dropatt)
+
+  def initialize(self, model: tf_keras.Model) -> None:
+    """Warm start: the encoder's weights from `init_checkpoint` (the head stays random)."""
+    if self.task_config.init_checkpoint:
+      pretrained.restore_encoder(model.encoder, self.task_config.init_checkpoint)
+
+  def spiece_model(self, data: Optional[TaskDataConfig] = None) -> str:
+    """The SentencePiece model of `data` (default: the training data's)."""
+    data = data or self.task_config.train_data
+    if data.spiece_model:
+      return data.spiece_model
+    if self.task_config.init_checkpoint:
+      return os.path.join(self.task_config.init_checkpoint, model_directory.SPIECE_FILE)
+    raise ValueError(f"task.{data_name(data)}.spiece_model must be set when "
+                     f"task.init_checkpoint is empty")
+
+  def check(self, training: bool = True) -> None:
+    """Raises ValueError for what the configuration lacks, before anything is built."""
+    self.xlnet_config()
+    self.spiece_model(self.task_config.train_data if training
+                      else self.task_config.validation_data)
+
+  # ---- inputs ----------------------------------------------------------------------------
+
+  def cache_dir(self, data: TaskDataConfig) -> str:
+    if not data.cache_dir:
+      raise ValueError(f"task.{data_name(data)}.cache_dir is empty (the driver sets "
+                       f"MODEL_DIR/features)")
+    return data.cache_dir
+
+  def replica_batch_size(self, params: TaskDataConfig,
+                         input_context: Optional[tf.distribute.InputContext]) -> int:
+    """Examples per replica and call: for training a MICRO-batch (global_batch_size /
+    replicas / grad_accum_steps), else global_batch_size / replicas."""
+    batch_size = params.global_batch_size
+    if input_context is not None:
+      batch_size = input_context.get_per_replica_batch_size(batch_size)
+    if params.is_training:
+      k = self.task_config.optimization.grad_accum_steps
+      if batch_size % k:
+        raise ValueError(f"task.train_data.global_batch_size ({params.global_batch_size}) "
+                         f"must be divisible by replicas x grad_accum_steps ({k})")
+      batch_size //= k
+    return batch_size
+
+  def features_path(self, data: TaskDataConfig) -> str:
+    """The cached TFRecord features of `data.split` (built on first use)."""
+    raise NotImplementedError
+
+  def data_key(self, path: str) -> Any:
+    """What identifies the training data of a run (the cache's key)."""
+    from xlnet_tf.data import feature_cache  # pylint: disable=g-import-not-at-top
+    info = feature_cache.read_cache_info(path)
+    return info and info.get("key")
+
+  # ---- training --------------------------------------------------------------------------
+
+  def forward_fn(self):
+    """How the trainer runs the model (None: `model(inputs, training=True)`)."""
+    return None
+
+  def run_settings(self) -> Dict[str, Any]:
+    """What defines the task in a run's settings (the model directory's spec)."""
+    return self.spec_values()
+
+  def train_step(self, inputs, model, optimizer, metrics=None):
+    """Not Model Garden's per-batch step: XLNet tasks train with the common
+    `training.trainer.Trainer` (gradient accumulation over micro-batches normalised by the
+    global count, step-keyed dropout, clipping of the all-reduced gradient), run by
+    `tasks.train_lib`; restating that step here would make another copy."""
+    raise NotImplementedError(
+        f"{type(self).__name__} trains with xlnet_tf.training.trainer.Trainer (python -m "
+        f"experiments.train --experiment=... ), not with official.core.base_trainer; give "
+        f"loss_fn() and build_inputs() to that Trainer")
+
+  # ---- Keras habits: compile / fit ------------------------------------------------------
+
+  def fit_optimizer(self, model: tf_keras.Model, train_steps: int):
+    """The optimizer of task.optimization (the released Adam variant, warmup + decay over
+    `train_steps`, layer-wise LR decay) clipping by global norm itself (clip_norm), for
+    `model.fit`, where no training loop of ours clips."""
+    o = self.task_config.optimization
+    return optimization.build_optimizer(
+        o.learning_rate, train_steps, o.warmup_steps, weight_decay=o.weight_decay,
+        adam_epsilon=o.adam_epsilon, min_lr_ratio=o.min_lr_ratio,
+        adam_bias_correction=o.adam_bias_correction, clip_norm=o.clip_norm,
+        loss_scale=o.precision == "mixed_float16",
+        **optimization.layerwise_decay(model, o.lr_layer_decay_rate, o.lr_layer_decay_mode))
+
+  def fit_inputs(self, params: TaskDataConfig) -> tf.data.Dataset:
+    """`build_inputs` as (inputs, {fit_output: labels}) pairs for `model.fit` (one step
+    per batch, so task.optimization.grad_accum_steps must be 1)."""
+    if params.is_training and self.task_config.optimization.grad_accum_steps > 1:
+      raise ValueError("task.optimization.grad_accum_steps > 1 needs the driver "
+                       "(experiments/train.py); model.fit takes one step per batch")
+    return self.build_inputs(params).map(
+        lambda batch: ({k: batch[k] for k in self.INPUT_KEYS if k in batch},
+                       {self.fit_output: batch[self.LABEL_KEY]}))
+
+  def compile_model(self, model: tf_keras.Model, train_steps: int,
+                    metrics=None) -> tf_keras.Model:
+    """`model.compile` with the task's own loss (`loss_fn`: sum / count over the batch,
+    the trainer's mean) and `fit_optimizer` (clipping kept); returns the model.
+
+      >>> task.compile_model(model, train_steps=1000)
+      >>> model.fit(task.fit_inputs(params.task.train_data), epochs=1, steps_per_epoch=1000)
+    """
+    loss_fn = self.loss_fn()
+
+    def loss(labels, predictions):                            # a scalar: the batch mean
+      if predictions.shape.rank > 1 and labels.shape.rank == predictions.shape.rank:
+        labels = tf.squeeze(labels, -1)          # Keras made class ids [B] into [B, 1]
+      total, count = loss_fn({self.fit_output: predictions}, {self.LABEL_KEY: labels})
+      return total / tf.maximum(count, 1.0)
+
+    model.compile(optimizer=self.fit_optimizer(model, train_steps),
+                  loss={self.fit_output: loss},
+                  metrics=None if metrics is None else {self.fit_output: metrics})
+    return model
+
+  # ---- what the subclass gives -----------------------------------------------------------
+
+  def loss_fn(self):
+    raise NotImplementedError
+
+  def evaluate(self, model: tf_keras.Model, params: Optional[TaskDataConfig] = None,
+               num_steps: int = -1) -> Dict[str, Any]:
+    """The task's metrics on `params` (default: validation_data). `num_steps` (the
+    driver's trainer.validation_steps) limits the batches where a partial pass means
+    something (pretraining's held-out loss); -1 is the whole split, which is what the
+    fine-tuning tasks always evaluate (their metrics are over whole examples)."""
+    raise NotImplementedError
+
+  def spec_values(self) -> Dict[str, Any]:
+    raise NotImplementedError
+
+  def save_model_dir(self, model: tf_keras.Model, directory: str,
+                     metrics: Optional[Dict[str, Any]] = None) -> None:
+    """Writes the model directory through `model_directory` (checked finite, replacing
+    an older one whole); `metrics` are an evaluation's, for tasks that keep a setting
+    found by it, such as the SQuAD 2.0 null threshold."""
+    raise NotImplementedError
+
+  def load_model_dir(self, directory: str) -> tf_keras.Model:
+    raise NotImplementedError
+
+  def export(self, model_dir: str, export_dir: str) -> str:
+    """Writes the SavedModel of a model directory; returns export_dir."""
+    raise NotImplementedError
+
+
+def data_name(data: TaskDataConfig) -> str:
+  return "train_data" if data.is_training else "validation_data"

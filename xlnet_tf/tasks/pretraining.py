@@ -1,0 +1,208 @@
+"""Pretraining (the permutation LM, or the masked-LM baseline) as a Model Garden task.
+
+  >>> params = exp_factory.get_exp_config("xlnet/pretraining")
+  >>> params.override({"task": {"train_data": {"input_path": "records/"}}})
+  >>> task = task_factory.get_task(params.task)
+  >>> model = task.build_model()                         # XLNetPretrainer
+
+The records are `data_prep.create_pretraining_data`'s: the data settings (seq_len,
+reuse_len, num_predict, bi_data, the batch layout) come from their manifest, the
+architecture from `task.model` (or a released xlnet_config.json in `task.model.model_config`).
+Training is `training.pretraining.run_pretraining` (the common `Trainer` with per-replica
+Transformer-XL memories); evaluation is the mean target cross-entropy over one ordered pass
+of the validation records, with the memories carried from row to row as in training
+(`METRIC` "loss", lower is better). The model directory is `pretrained.save_pretrained`'s;
+the SavedModel serves the encoder's hidden states of raw text (`serving.encoder_export`).
+"""
+
+import dataclasses
+import os
+from typing import Any, Dict, Optional
+
+from official.core import config_definitions as cfg
+from official.core import task_factory
+from official.modeling.hyperparams import base_config
+import tensorflow as tf
+import tf_keras
+
+from xlnet_tf import model_directory
+from xlnet_tf import pretrained
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.data.pretrain_reader import pretrain_dataset
+from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
+from xlnet_tf.serving import encoder_export
+from xlnet_tf.tasks import base
+from xlnet_tf.training import pretraining
+from xlnet_tf.training.pretrain_trainer import MODEL_INPUTS
+from xlnet_tf.training.pretrain_trainer import pretraining_loss
+
+
+@dataclasses.dataclass
+class PretrainModelConfig(base_config.Config):
+  """The network: a released-format xlnet_config.json (`model_config`) or the sizes; and
+  the run options. n_token None is the records' vocabulary size."""
+  model_config: str = ""
+  n_layer: int = 12
+  d_model: int = 768
+  n_head: int = 12
+  d_head: int = 64
+  d_inner: int = 3072
+  ff_activation: str = "gelu"
+  untie_r: bool = True
+  n_token: Optional[int] = None
+  mem_len: int = 384
+  dropout: float = 0.1
+  dropatt: float = 0.1
+  clamp_len: int = -1
+  same_length: bool = False
+  init_std: float = 0.02
+
+
+@dataclasses.dataclass
+class PretrainDataConfig(cfg.DataConfig):
+  """Pretraining records: `input_path` is a record directory (or its manifest.json).
+  The batch is the records' (bsz_per_host rows per host and step)."""
+  input_path: str = ""
+
+
+_LOOP_FIELDS = ("model_dir", "train_steps", "steps_per_loop", "save_steps", "max_checkpoints",
+                "init_checkpoint", "final_dir", "stop_at_step")
+PretrainSettings = dataclasses.make_dataclass(
+    "PretrainSettings",
+    [(f.name, f.type, dataclasses.field(default=f.default))
+     for f in dataclasses.fields(pretraining.PretrainOptions) if f.name not in _LOOP_FIELDS],
+    bases=(base_config.Config,))
+PretrainSettings.__module__ = __name__
+PretrainSettings.__doc__ = ("The optimisation settings of `pretraining.PretrainOptions` "
+                            "(same names and defaults: the released train.py's).")
+
+
+@dataclasses.dataclass
+class PretrainingConfig(cfg.TaskConfig):
+  """XLNet pretraining. init_checkpoint: start from these weights (a pretrained model
+  directory); "" for a random model."""
+  model: PretrainModelConfig = dataclasses.field(default_factory=PretrainModelConfig)
+  train_data: PretrainDataConfig = dataclasses.field(
+      default_factory=lambda: PretrainDataConfig(is_training=True))
+  validation_data: PretrainDataConfig = dataclasses.field(
+      default_factory=lambda: PretrainDataConfig(is_training=False))
+  optimization: PretrainSettings = dataclasses.field(default_factory=PretrainSettings)
+
+
+@task_factory.register_task_cls(PretrainingConfig)
+class PretrainingTask(base.XLNetTask):
+  """XLNet pretraining: model, records, loss, held-out loss."""
+
+  INPUT_KEYS = MODEL_INPUTS
+  METRIC = "loss"
+  METRIC_HIGHER_IS_BETTER = False
+
+  def manifest(self, data: Optional[PretrainDataConfig] = None) -> Dict[str, Any]:
+    """The records' manifest (every shard checked to be there with its size)."""
+    data = data or self.task_config.train_data
+    if not data.input_path:
+      raise ValueError(f"task.{base.data_name(data)}.input_path is empty (a record "
+                       f"directory of data_prep.create_pretraining_data)")
+    return pretraining.check_data(data.input_path)
+
+  def xlnet_config(self) -> XLNetConfig:
+    model = self.task_config.model
+    settings = self.manifest()["settings"]
+    run = dict(dropout=model.dropout, dropatt=model.dropatt, mem_len=model.mem_len,
+               reuse_len=settings["reuse_len"], attn_type="bi", bi_data=settings["bi_data"],
+               clamp_len=model.clamp_len, same_length=model.same_length,
+               initializer_range=model.init_std)
+    if model.model_config:
+      return XLNetConfig.from_json_file(model.model_config).replace(**run)
+    return XLNetConfig(
+        n_layer=model.n_layer, d_model=model.d_model, n_head=model.n_head,
+        d_head=model.d_head, d_inner=model.d_inner, ff_activation=model.ff_activation,
+        untie_r=model.untie_r,
+        n_token=model.n_token or self.manifest()["spiece"]["vocab_size"], **run)
+
+  def spiece_model(self, data=None) -> Optional[str]:
+    """The records' SentencePiece model (None when it is no longer where they say)."""
+    path = self.manifest(data)["spiece"]["path"]
+    return path if tf.io.gfile.exists(path) else None
+
+  def check(self, training: bool = True) -> None:
+    self.xlnet_config()
+    if not training:
+      self.manifest(self.task_config.validation_data)
+
+  def build_model(self) -> tf_keras.Model:
+    return build_pretrainer(self.xlnet_config(), self.task_config.optimization.objective)
+
+  def initialize(self, model: tf_keras.Model) -> None:
+    if self.task_config.init_checkpoint:
+      pretrained.restore_weights(model, os.path.join(self.task_config.init_checkpoint,
+                                                     model_directory.CHECKPOINT_PREFIX))
+
+  def build_inputs(self, params: PretrainDataConfig,
+                   input_context: Optional[tf.distribute.InputContext] = None):
+    manifest = self.manifest(params)
+    return pretrain_dataset(params.input_path, manifest["settings"]["bsz_per_host"],
+                            input_context, seed=self.task_config.optimization.seed,
+                            repeat=params.is_training, shuffle_shards=params.is_training,
+                            manifest=manifest, objective=self.task_config.optimization.objective)
+
+  def loss_fn(self):
+    return pretraining_loss
+
+  def spec_values(self) -> Dict[str, Any]:
+    return {"objective": self.task_config.optimization.objective}
+
+  def evaluate(self, model: tf_keras.Model, params: Optional[PretrainDataConfig] = None,
+               num_steps: int = -1) -> Dict[str, Any]:
+    """Mean target cross-entropy ("loss") and its exp ("perplexity") over one ordered
+    pass of the validation records (its first `num_steps` batches if > 0); each row reads
+    the memory its stream left (zeros at a stream's start), as in training;
+    `num_targets` counted."""
+    params = params or self.task_config.validation_data
+    config = model.config
+    step = tf.function(lambda batch, mems: _eval_step(model, batch, mems))
+    mems, total, count = None, 0.0, 0.0
+    dataset = self.build_inputs(params)
+    num_steps = int(num_steps)                      # orbit passes a tensor
+    if num_steps > 0:
+      dataset = dataset.take(num_steps)
+    for batch in dataset:
+      if config.mem_len > 0:
+        rows = tf.shape(batch["input_ids"])[0]
+        if mems is None:
+          mems = [tf.zeros([rows, config.mem_len, config.d_model])
+                  for _ in range(config.n_layer)]
+        keep = tf.cast(batch["stream_step"] > 0, tf.float32)[:, None, None]
+        mems = [m * keep for m in mems]
+      loss_sum, n, new_mems = step(batch, mems)
+      if config.mem_len > 0:
+        mems = [tf.cast(m, tf.float32) for m in new_mems]
+      total += float(loss_sum)
+      count += float(n)
+    if count == 0:
+      raise ValueError(f"task.validation_data.input_path {params.input_path}: no targets")
+    loss = total / count
+    return {"loss": loss, "perplexity": float(tf.exp(loss)), "num_targets": int(count)}
+
+  def save_model_dir(self, model, directory, metrics=None):
+    del metrics
+    pretrained.save_pretrained(model, directory, self.spiece_model())
+
+  def load_model_dir(self, directory):
+    return pretrained.load_pretrained(directory)
+
+  def export(self, model_dir, export_dir):
+    """The encoder's SavedModel (`serving.encoder_export`) at the records' seq_len and
+    casing."""
+    settings = self.manifest()["settings"]
+    return encoder_export.export_encoder(model_dir, export_dir, settings["seq_len"],
+                                         lower=bool(settings.get("uncased", False)))
+
+
+def _eval_step(model, batch, mems):
+  inputs = {k: batch[k] for k in MODEL_INPUTS if k in batch}
+  if mems is not None:
+    inputs["mems"] = mems
+  outputs = model(inputs, training=False)
+  loss_sum, count = pretraining_loss(outputs, batch)
+  return loss_sum, count, outputs.get("new_mems")

@@ -1,0 +1,309 @@
+"""Runs an experiment: train, eval, train_and_eval or export, for every registered task.
+
+  >>> params = parse_params("xlnet/classification", ["experiments/configs/classification_demo.yaml"],
+  ...                       "trainer.train_steps=50")
+  >>> run(params, "train_and_eval", "runs/demo_classifier")
+
+The configuration is parsed by `official.core.train_utils.parse_configuration`, which
+refuses any key the experiment does not have ("The key 'lerning_rate' does not exist in
+..."); the final configuration is written to MODEL_DIR/params.yaml.
+
+Modes:
+  train           trains to trainer.train_steps with the common `training.trainer.Trainer`
+                  (`finetuning.train_model`): the model directory is locked and its run
+                  settings checked (a rerun with other settings is refused, naming them),
+                  a checkpoint every trainer.checkpoint_interval steps (max_to_keep, never
+                  a NaN one), a rerun resumes exactly (the data position skipped,
+                  step-keyed dropout); the fine-tuned model directory goes to MODEL_DIR/final.
+  eval            the task's metrics of the newest checkpoint, to
+                  MODEL_DIR/eval_results_<split>.json and TensorBoard (MODEL_DIR/validation).
+  train_and_eval  train, evaluating every trainer.validation_interval steps and at the end
+                  (orbit's train_and_evaluate; TensorBoard MODEL_DIR/validation); the model
+                  with the best task.METRIC so far is kept as a model directory in
+                  MODEL_DIR/best (its metrics in MODEL_DIR/best/eval_results.json).
+  export          the SavedModel of MODEL_DIR/best (else MODEL_DIR/final) to --export_dir
+                  (default MODEL_DIR/export): what the task serves from raw text.
+
+What of Model Garden is not used, and why: `official.core.base_trainer.Trainer` and
+`train_lib.run_experiment`. Their train step is one forward/backward per batch with the
+optimizer's own aggregation; ours (`training.trainer.Trainer`) accumulates k micro-batches
+into one update normalised by the global example count, draws dropout masks from
+(seed, step, replica, micro-batch) so that a resumed run repeats the same numbers, checks
+the loss and gradient norm after every loop, skips the consumed data on resume and (for
+pretraining) carries per-replica Transformer-XL memories in checkpointed variables. The
+optimizer is ours (`optimization.build_optimizer`: the released Adam variants, layer-wise
+LR decay) rather than `trainer.optimizer_config`, so task.optimization holds its settings,
+and precision is task.optimization.precision (not runtime.mixed_precision_dtype).
+Evaluation is a whole pass of the task's `evaluate` (SQuAD decodes answers over all
+windows of a question, which per-batch `validation_step`s cannot), run as an orbit
+evaluator.
+"""
+
+import json
+import os
+from typing import Any, Dict, Optional
+
+from absl import logging
+from official.common import distribute_utils
+from official.core import task_factory
+from official.core import train_utils
+import orbit
+import tensorflow as tf
+
+from xlnet_tf import paths
+from xlnet_tf.tasks import base
+from xlnet_tf.tasks import pretraining as pretraining_task
+from xlnet_tf.training import finetuning
+from xlnet_tf.training import pretraining
+
+MODES = ("train", "eval", "train_and_eval", "export")
+BEST_DIR = "best"
+FINAL_DIR = "final"
+EXPORT_DIR = "export"
+RESULTS_FILE = "eval_results.json"
+
+
+class ConfigError(ValueError):
+  """The experiment's configuration cannot run (a missing size, checkpoint or file)."""
+
+
+class _Flags:
+  """What `train_utils.ExperimentParser` reads of the flags, for calls from Python."""
+
+  def __init__(self, experiment, config_file=None, params_override=None, tpu=None):
+    self.experiment, self.config_file = experiment, list(config_file or [])
+    self.params_override, self.tpu, self.tf_data_service = params_override, tpu, None
+
+  def __contains__(self, name):
+    return hasattr(self, name)
+
+
+def parse_params(experiment, config_file=None, params_override=None, tpu=None):
+  """The locked `ExperimentConfig` of the flags (Model Garden's parser; unknown keys are
+  a KeyError naming the key)."""
+  return train_utils.parse_configuration(
+      _Flags(experiment, config_file, params_override, tpu), print_return=False)
+
+
+def _with_default_cache(params, model_dir):
+  """task.*_data.cache_dir "" -> MODEL_DIR/features."""
+  cache = os.path.join(model_dir, "features")
+  override = {f"{name}_data": {"cache_dir": cache}
+              for name in ("train", "validation")
+              if "cache_dir" in getattr(params.task, f"{name}_data").as_dict()
+              and not getattr(params.task, f"{name}_data").cache_dir}
+  if override:
+    params = params.replace(task=params.task.replace(**{
+        key: getattr(params.task, key).replace(**value) for key, value in override.items()}))
+  return params
+
+
+def strategy_of(params) -> tf.distribute.Strategy:
+  runtime = params.runtime
+  return distribute_utils.get_distribution_strategy(
+      distribution_strategy="tpu" if runtime.tpu else runtime.distribution_strategy,
+      num_gpus=runtime.num_gpus, tpu_address=runtime.tpu)
+
+
+def finetune_options(params, model_dir, stop_at_step=None) -> finetuning.FinetuneOptions:
+  """`finetuning.FinetuneOptions` of an experiment (task.optimization + trainer)."""
+  return finetuning.FinetuneOptions(
+      model_dir=model_dir, train_steps=params.trainer.train_steps, stop_at_step=stop_at_step,
+      steps_per_loop=params.trainer.steps_per_loop,
+      save_steps=params.trainer.checkpoint_interval,
+      max_checkpoints=params.trainer.max_to_keep,
+      init_checkpoint=params.task.init_checkpoint or None,
+      **params.task.optimization.as_dict())
+
+
+class TaskEvaluator(orbit.AbstractEvaluator):
+  """The task's evaluation (`task.evaluate`) as an orbit evaluator: numbers only."""
+
+  def __init__(self, task: base.XLNetTask, model):
+    self.task, self.model = task, model
+
+  def evaluate(self, num_steps):
+    results = self.task.evaluate(self.model, num_steps=num_steps)
+    return {k: v for k, v in results.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _is_better(task: base.XLNetTask, value: float, best: Optional[float]) -> bool:
+  if best is None:
+    return True
+  return value > best if task.METRIC_HIGHER_IS_BETTER else value < best
+
+
+def _read_json(path: str) -> Optional[Dict[str, Any]]:
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
+def _write_json(path: str, values: Dict[str, Any]) -> None:
+  partial = f"{path}.partial-{os.getpid()}"
+  with tf.io.gfile.GFile(partial, "w") as f:
+    f.write(json.dumps(values, indent=2) + "\n")
+  tf.io.gfile.rename(partial, path, overwrite=True)
+
+
+def _best_model_action(task: base.XLNetTask, model, optimizer, model_dir: str):
+  """An eval action keeping the model with the best task.METRIC in MODEL_DIR/best."""
+  best_dir = os.path.join(model_dir, BEST_DIR)
+
+  def action(metrics):
+    recorded = _read_json(os.path.join(best_dir, RESULTS_FILE))
+    value = float(metrics[task.METRIC])
+    if not _is_better(task, value, recorded and recorded.get(task.METRIC)):
+      return
+    results = {"step": int(optimizer.iterations.numpy()),
+               **{k: float(v) for k, v in metrics.items()}}
+    task.save_model_dir(model, best_dir, results)     # whole or not at all
+    _write_json(os.path.join(best_dir, RESULTS_FILE), results)
+    logging.info("new best %s %.4f at step %d: %s", task.METRIC, value, results["step"],
+                 best_dir)
+  return action
+
+
+def _evaluation(task: base.XLNetTask, params, model_dir: str):
+  """(model, optimizer) -> the evaluator, interval and actions of a train_and_eval run."""
+  def evaluation(model, optimizer):
+    interval = params.trainer.validation_interval
+    return {"evaluator": TaskEvaluator(task, model),
+            "eval_interval": interval if interval > 0 else None,
+            "eval_steps": params.trainer.validation_steps,
+            "eval_actions": [_best_model_action(task, model, optimizer, model_dir)]}
+  return evaluation
+
+
+def train(task: base.XLNetTask, params, model_dir: str, stop_at_step=None,
+          evaluate: bool = False) -> Dict[str, Any]:
+  """Trains to trainer.train_steps (resuming; stopping and checkpointing at `stop_at_step`
+  if given, the schedule unchanged), evaluating at trainer.validation_interval when
+  `evaluate`; returns the run's summary ("step", "start_step", "losses" per loop, and
+  "evals")."""
+  if isinstance(task, pretraining_task.PretrainingTask):
+    return _pretrain(task, params, model_dir, stop_at_step, evaluate)
+  options = finetune_options(params, model_dir, stop_at_step)
+  config = task.xlnet_config()
+  strategy = strategy_of(params)
+  train_path = task.features_path(params.task.train_data)
+  run_settings = {"task": task.run_settings(), "train_data": task.data_key(train_path),
+                  "train_batch_size": params.task.train_data.global_batch_size,
+                  "replicas": strategy.num_replicas_in_sync}
+  lock = finetuning.open_run(config, options, run_settings)   # before anything is built
+  try:
+    train_utils.serialize_config(params, model_dir)
+    if evaluate:
+      task.features_path(params.task.validation_data)          # cached before training
+    model, optimizer = finetuning.build_model_and_optimizer(strategy, options,
+                                                            task.build_model)
+    eval_args = _evaluation(task, params, model_dir)(model, optimizer) if evaluate else {}
+    summary = finetuning.train_model(
+        strategy, model, optimizer,
+        lambda ctx: task.build_inputs(params.task.train_data, ctx, path=train_path),
+        options, loss_fn=task.loss_fn(), input_keys=task.INPUT_KEYS,
+        run_settings=run_settings, forward_fn=task.forward_fn(), **eval_args)
+    if summary["step"] == params.trainer.train_steps:
+      evals = summary.get("evals")
+      task.save_model_dir(model, os.path.join(model_dir, FINAL_DIR),
+                          evals[-1] if evals else None)
+  finally:
+    lock.release()
+  logging.info("trained to step %d (from step %d)", summary["step"], summary["start_step"])
+  return summary
+
+
+def _pretrain(task, params, model_dir, stop_at_step, evaluate):
+  """Pretraining: `pretraining.run_pretraining` (the same Trainer, with memories); the
+  pretrained model directory goes to MODEL_DIR/final."""
+  options = pretraining.PretrainOptions(
+      model_dir=model_dir, train_steps=params.trainer.train_steps, stop_at_step=stop_at_step,
+      steps_per_loop=params.trainer.steps_per_loop,
+      save_steps=params.trainer.checkpoint_interval,
+      max_checkpoints=params.trainer.max_to_keep,
+      init_checkpoint=params.task.init_checkpoint or None,
+      final_dir=os.path.join(model_dir, FINAL_DIR), **params.task.optimization.as_dict())
+  manifest = task.manifest()
+  if evaluate:
+    task.manifest(params.task.validation_data)
+  summary = pretraining.run_pretraining(
+      strategy_of(params), task.xlnet_config(), params.task.train_data.input_path, options,
+      manifest=manifest,
+      evaluation=_evaluation(task, params, model_dir) if evaluate else None)
+  train_utils.serialize_config(params, model_dir)
+  return summary
+
+
+def evaluate(task: base.XLNetTask, params, model_dir: str) -> Dict[str, Any]:
+  """The task's metrics of the newest checkpoint: written to
+  MODEL_DIR/eval_results_<split>.json and as TensorBoard scalars under MODEL_DIR/validation."""
+  latest = tf.train.latest_checkpoint(model_dir)
+  if latest is None:
+    raise FileNotFoundError(f"{model_dir}: no checkpoint to evaluate (train first)")
+  step = int(latest.rsplit("-", 1)[1])
+  model = task.build_model()
+  tf.train.Checkpoint(model=model).read(latest).expect_partial().assert_existing_objects_matched()
+  results = task.evaluate(model, num_steps=params.trainer.validation_steps)
+  results = {"step": step, "checkpoint": os.path.basename(latest), **results}
+  split = params.task.validation_data.split
+  _write_json(os.path.join(model_dir, f"eval_results_{split}.json"), results)
+  writer = tf.summary.create_file_writer(os.path.join(model_dir,
+                                                      finetuning.EVAL_SUMMARY_DIR))
+  train_utils.write_summary(writer, step, {k: v for k, v in results.items()
+                                           if isinstance(v, (int, float)) and k != "step"})
+  print(f"{params.task.validation_data.split} @ step {step}: " + ", ".join(
+      f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in results.items()))
+  return results
+
+
+def export(task: base.XLNetTask, model_dir: str, export_dir: Optional[str] = None) -> str:
+  """The SavedModel of MODEL_DIR/best (else MODEL_DIR/final) to `export_dir` (default
+  MODEL_DIR/export); returns export_dir."""
+  export_dir = export_dir or os.path.join(model_dir, EXPORT_DIR)
+  paths.check_output_dir(export_dir, "--export_dir")
+  if tf.io.gfile.exists(export_dir) and tf.io.gfile.listdir(export_dir):
+    raise FileExistsError(f"--export_dir {export_dir} is not empty; give a new directory "
+                          f"(an export is never overwritten)")
+  for name in (BEST_DIR, FINAL_DIR):
+    source = os.path.join(model_dir, name)
+    if tf.io.gfile.exists(source):
+      break
+  else:
+    raise FileNotFoundError(f"{model_dir}: neither {BEST_DIR}/ nor {FINAL_DIR}/ exists "
+                            f"(train first: --mode=train or train_and_eval)")
+  partial = f"{export_dir.rstrip('/')}.partial-{os.getpid()}"
+  task.export(source, partial)
+  if tf.io.gfile.exists(export_dir):
+    tf.io.gfile.rmtree(export_dir)                  # empty (checked above)
+  tf.io.gfile.rename(partial, export_dir)
+  print(f"exported {source} to {export_dir}")
+  return export_dir
+
+
+def run(params, mode: str, model_dir: str, stop_at_step=None,
+        export_dir: Optional[str] = None) -> Dict[str, Any]:
+  """Runs `mode` of the experiment `params` in `model_dir`; returns what ran:
+  {"train": summary, "eval": metrics, "export": export_dir}."""
+  if mode not in MODES:
+    raise ValueError(f"--mode must be one of {list(MODES)}, got {mode!r}")
+  params = _with_default_cache(params, model_dir)
+  try:                        # what the configuration lacks, before anything is built
+    task = task_factory.get_task(params.task, logging_dir=model_dir)
+    if mode != "export":            # an export reads only the model directory
+      task.check(training=mode in ("train", "train_and_eval"))
+  except ValueError as e:
+    raise ConfigError(str(e)) from e
+  out = {}
+  if mode in ("train", "train_and_eval"):
+    out["train"] = train(task, params, model_dir, stop_at_step,
+                         evaluate=mode == "train_and_eval")
+    evals = out["train"].get("evals")
+    if evals:
+      out["eval"] = evals[-1]
+  if mode == "eval" or (mode == "train_and_eval" and "eval" not in out):
+    out["eval"] = evaluate(task, params, model_dir)
+  if mode == "export":
+    out["export"] = export(task, model_dir, export_dir)
+  return out
