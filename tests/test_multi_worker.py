@@ -74,6 +74,6 @@ def test_two_workers_train_like_one_process_on_the_same_global_batch(pretraining
   for name, value in one["weights"].items():
     assert chief["weights"][name] == pytest.approx(value, rel=1e-5), name
   # Only the chief wrote the run directory; the other worker's scratch directory is gone.
-  assert (model_dir / "export").is_dir()
+  assert (model_dir / "final").is_dir()
   assert not [p for p in os.listdir(model_dir) if p.startswith(".worker")]
   print(f"\n2 workers vs 1 process, {STEPS} steps: losses {chief['losses']} vs {one['losses']}")

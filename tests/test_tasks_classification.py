@@ -210,3 +210,20 @@ def test_fit_takes_a_clipped_step(spiece_model, tmp_path):
                                atol=1e-3 * float(np.abs(clipped).max()) + 1e-12)
   assert any(not np.allclose(a.numpy(), old) for a, old in zip(fitted.trainable_variables,
                                                                 before))
+
+
+def test_impossible_settings_are_refused_naming_the_key_before_any_work(spiece_model, tmp_path):
+  cache = str(tmp_path / "features")
+  run_dir = tmp_path / "run"
+  for override, message in (
+      (",task.optimization.learning_rate=-1", "learning_rate must be > 0, got -1"),
+      (",task.train_data.global_batch_size=0",
+       "task.train_data.global_batch_size must be >= 1, got 0"),
+      (f",task.validation_data.spiece_model={tmp_path / 'none.model'}",
+       f"task.validation_data.spiece_model: {tmp_path / 'none.model'} does not exist")):
+    with pytest.raises(driver.ConfigError, match=message):
+      driver.run(_demo_params(spiece_model, cache, override), "train_and_eval", str(run_dir))
+    assert not run_dir.exists()
+  (tmp_path / "file").write_text("")
+  with pytest.raises(NotADirectoryError, match="which is a file, not a directory"):
+    driver.run(_demo_params(spiece_model, cache), "train", str(tmp_path / "file" / "run"))

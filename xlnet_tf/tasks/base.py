@@ -145,11 +145,21 @@ class XLNetTask(base_task.Task):
     raise ValueError(f"task.{data_name(data)}.spiece_model must be set when "
                      f"task.init_checkpoint is empty")
 
-  def check(self, training: bool = True) -> None:
-    """Raises ValueError for what the configuration lacks, before anything is built."""
+  def check(self, training: bool = True, evaluating: bool = False) -> None:
+    """Raises ValueError for what the configuration lacks or cannot be (naming the key),
+    before anything is built: the network, and the SentencePiece model and batch size of
+    the splits the run reads."""
     self.xlnet_config()
-    self.spiece_model(self.task_config.train_data if training
-                      else self.task_config.validation_data)
+    splits = (([self.task_config.train_data] if training else []) +
+              ([self.task_config.validation_data] if evaluating else []))
+    for data in splits:
+      spiece = self.spiece_model(data)
+      if not tf.io.gfile.exists(spiece):
+        raise ValueError(f"task.{data_name(data)}.spiece_model: {spiece} does not exist (a "
+                         f"SentencePiece model; default: init_checkpoint's spiece.model)")
+      if data.global_batch_size < 1:
+        raise ValueError(f"task.{data_name(data)}.global_batch_size must be >= 1, got "
+                         f"{data.global_batch_size}")
 
   # ---- inputs ----------------------------------------------------------------------------
 

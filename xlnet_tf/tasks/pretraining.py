@@ -125,9 +125,9 @@ class PretrainingTask(base.XLNetTask):
     path = self.manifest(data)["spiece"]["path"]
     return path if tf.io.gfile.exists(path) else None
 
-  def check(self, training: bool = True) -> None:
-    self.xlnet_config()
-    if not training:
+  def check(self, training: bool = True, evaluating: bool = False) -> None:
+    self.xlnet_config()                       # reads (and checks) the training records
+    if evaluating:
       self.manifest(self.task_config.validation_data)
 
   def build_model(self) -> tf_keras.Model:

@@ -124,16 +124,16 @@ class RaceTask(base.XLNetTask):
       raise FileNotFoundError(_NO_DATA_DIR)
     return self.task_config.data_dir
 
-  def check(self, training: bool = True) -> None:
-    """For training a task.data_dir; a given one must exist (an export needs none); then
-    `XLNetTask.check`."""
+  def check(self, training: bool = True, evaluating: bool = False) -> None:
+    """For training or evaluating a task.data_dir; a given one must exist (an export needs
+    none); then `XLNetTask.check`."""
     data_dir = self.task_config.data_dir
-    if training and not data_dir:
+    if (training or evaluating) and not data_dir:
       raise ValueError(_NO_DATA_DIR)
     if data_dir and not tf.io.gfile.isdir(data_dir):
       raise ValueError(f"task.data_dir {data_dir}: no such directory (expected the RACE "
                        f"layout train/dev/test with middle/ and high/)")
-    super().check(training)
+    super().check(training, evaluating)
 
   def input_files(self, split: str) -> List[str]:
     return sorted(path for level in self.spec.levels

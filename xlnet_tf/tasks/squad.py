@@ -211,13 +211,13 @@ class SquadTask(base.XLNetTask):
     values["version_2_with_negative"] = self.version_2
     return values
 
-  def check(self, training: bool = True) -> None:
+  def check(self, training: bool = True, evaluating: bool = False) -> None:
     """For training an existing train_file; then `XLNetTask.check`."""
     if training:
       path = self.data_file(self.task_config.train_data)
       if not tf.io.gfile.exists(path):
         raise ValueError(f"task.train_file {path}: no such file")
-    super().check(training)
+    super().check(training, evaluating)
 
   # ---- the model directory and the export ------------------------------------------------
 

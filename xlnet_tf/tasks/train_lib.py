@@ -116,6 +116,17 @@ def finetune_options(params, model_dir, stop_at_step=None) -> finetuning.Finetun
       **params.task.optimization.as_dict())
 
 
+def _pretrain_options(params, model_dir, stop_at_step=None) -> pretraining.PretrainOptions:
+  """`pretraining.PretrainOptions` of an experiment (task.optimization + trainer)."""
+  return pretraining.PretrainOptions(
+      model_dir=model_dir, train_steps=params.trainer.train_steps, stop_at_step=stop_at_step,
+      steps_per_loop=params.trainer.steps_per_loop,
+      save_steps=params.trainer.checkpoint_interval,
+      max_checkpoints=params.trainer.max_to_keep,
+      init_checkpoint=params.task.init_checkpoint or None,
+      final_dir=os.path.join(model_dir, FINAL_DIR), **params.task.optimization.as_dict())
+
+
 class TaskEvaluator(orbit.AbstractEvaluator):
   """The task's evaluation (`task.evaluate`) as an orbit evaluator: numbers only."""
 
@@ -148,11 +159,15 @@ def _write_json(path: str, values: Dict[str, Any]) -> None:
   tf.io.gfile.rename(partial, path, overwrite=True)
 
 
-def _best_model_action(task: base.XLNetTask, model, optimizer, model_dir: str):
-  """An eval action keeping the model with the best task.METRIC in MODEL_DIR/best."""
+def _best_model_action(task: base.XLNetTask, model, optimizer, model_dir: str,
+                       writes: bool = True):
+  """An eval action keeping the model with the best task.METRIC in MODEL_DIR/best
+  (`writes` False: a worker that is not the chief, which writes nothing)."""
   best_dir = os.path.join(model_dir, BEST_DIR)
 
   def action(metrics):
+    if not writes:
+      return
     recorded = _read_json(os.path.join(best_dir, RESULTS_FILE))
     value = float(metrics[task.METRIC])
     if not _is_better(task, value, recorded and recorded.get(task.METRIC)):
@@ -166,14 +181,16 @@ def _best_model_action(task: base.XLNetTask, model, optimizer, model_dir: str):
   return action
 
 
-def _evaluation(task: base.XLNetTask, params, model_dir: str):
+def _evaluation(task: base.XLNetTask, params, model_dir: str,
+                strategy: tf.distribute.Strategy):
   """(model, optimizer) -> the evaluator, interval and actions of a train_and_eval run."""
   def evaluation(model, optimizer):
     interval = params.trainer.validation_interval
+    writes = strategy.extended.should_checkpoint          # the chief (multi-worker)
     return {"evaluator": TaskEvaluator(task, model),
             "eval_interval": interval if interval > 0 else None,
             "eval_steps": params.trainer.validation_steps,
-            "eval_actions": [_best_model_action(task, model, optimizer, model_dir)]}
+            "eval_actions": [_best_model_action(task, model, optimizer, model_dir, writes)]}
   return evaluation
 
 
@@ -199,7 +216,8 @@ def train(task: base.XLNetTask, params, model_dir: str, stop_at_step=None,
       task.features_path(params.task.validation_data)          # cached before training
     model, optimizer = finetuning.build_model_and_optimizer(strategy, options,
                                                             task.build_model)
-    eval_args = _evaluation(task, params, model_dir)(model, optimizer) if evaluate else {}
+    eval_args = (_evaluation(task, params, model_dir, strategy)(model, optimizer)
+                 if evaluate else {})
     summary = finetuning.train_model(
         strategy, model, optimizer,
         lambda ctx: task.build_inputs(params.task.train_data, ctx, path=train_path),
@@ -218,21 +236,17 @@ def train(task: base.XLNetTask, params, model_dir: str, stop_at_step=None,
 def _pretrain(task, params, model_dir, stop_at_step, evaluate):
   """Pretraining: `pretraining.run_pretraining` (the same Trainer, with memories); the
   pretrained model directory goes to MODEL_DIR/final."""
-  options = pretraining.PretrainOptions(
-      model_dir=model_dir, train_steps=params.trainer.train_steps, stop_at_step=stop_at_step,
-      steps_per_loop=params.trainer.steps_per_loop,
-      save_steps=params.trainer.checkpoint_interval,
-      max_checkpoints=params.trainer.max_to_keep,
-      init_checkpoint=params.task.init_checkpoint or None,
-      final_dir=os.path.join(model_dir, FINAL_DIR), **params.task.optimization.as_dict())
+  options = _pretrain_options(params, model_dir, stop_at_step)
   manifest = task.manifest()
   if evaluate:
     task.manifest(params.task.validation_data)
+  strategy = strategy_of(params)
   summary = pretraining.run_pretraining(
-      strategy_of(params), task.xlnet_config(), params.task.train_data.input_path, options,
+      strategy, task.xlnet_config(), params.task.train_data.input_path, options,
       manifest=manifest,
-      evaluation=_evaluation(task, params, model_dir) if evaluate else None)
-  train_utils.serialize_config(params, model_dir)
+      evaluation=_evaluation(task, params, model_dir, strategy) if evaluate else None)
+  if strategy.extended.should_checkpoint:
+    train_utils.serialize_config(params, model_dir)
   return summary
 
 
@@ -292,7 +306,14 @@ def run(params, mode: str, model_dir: str, stop_at_step=None,
   try:                        # what the configuration lacks, before anything is built
     task = task_factory.get_task(params.task, logging_dir=model_dir)
     if mode != "export":            # an export reads only the model directory
-      task.check(training=mode in ("train", "train_and_eval"))
+      task.check(training=mode in ("train", "train_and_eval"),
+                 evaluating=mode in ("eval", "train_and_eval"))
+    if mode in ("train", "train_and_eval"):
+      paths.check_output_dir(model_dir, "--model_dir")
+      if isinstance(task, pretraining_task.PretrainingTask):
+        _pretrain_options(params, model_dir, stop_at_step)      # impossible values named
+      else:
+        finetune_options(params, model_dir, stop_at_step)
   except ValueError as e:
     raise ConfigError(str(e)) from e
   out = {}
