@@ -195,6 +195,10 @@ def main(argv):
     paths.check_input_path(FLAGS.model_config, "--model_config", "xlnet_config.json file")
     paths.check_output_dir(FLAGS.model_dir, "--model_dir")
     paths.check_output_dir(FLAGS.export_dir, "--export_dir")
+    if FLAGS.export_dir and tf.io.gfile.exists(FLAGS.export_dir) and \
+        tf.io.gfile.listdir(FLAGS.export_dir):
+      raise ValueError(f"--export_dir {FLAGS.export_dir} is not empty; give a new "
+                       f"directory (an export is never overwritten)")
     params = train_lib.parse_params(EXPERIMENT, params_override=experiment_override())
     check_options(params)
     try:
@@ -211,7 +215,7 @@ def main(argv):
       run_directory.RUN_STOPPED as e:
     raise SystemExit(f"pretrain: {e}") from None
   final = os.path.join(FLAGS.model_dir, train_lib.FINAL_DIR)
-  if FLAGS.export_dir and is_chief():
+  if FLAGS.export_dir and is_chief() and summary["step"] == params.trainer.train_steps:
     train_lib.run(params, "export", FLAGS.model_dir, export_dir=FLAGS.export_dir)
   logging.info("pretrained model directory: %s", final)
   print(f"trained to step {summary['step']}; final loss "

@@ -48,7 +48,7 @@ def main(argv):
   try:
     train_lib.run(params, FLAGS.mode, FLAGS.model_dir, FLAGS.stop_at_step,
                   FLAGS.export_dir)
-  except (train_lib.ConfigError, OSError) + run_directory.RUN_STOPPED as e:
+  except (ValueError, OSError) + run_directory.RUN_STOPPED as e:   # ConfigError included
     raise SystemExit(f"train: {e}") from None
 
 

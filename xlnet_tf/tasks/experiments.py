@@ -4,13 +4,15 @@
   >>> import xlnet_tf.tasks.experiments
   >>> params = exp_factory.get_exp_config("xlnet/classification")
 
-  xlnet/pretraining     train.py: 100K steps, 1000 per loop, a checkpoint every 10K (give
-                        task.train_data.input_path, a record directory)
+  xlnet/pretraining     100K steps, 1000 per loop, a checkpoint every 10K; optimisation as
+                        the paper's runs (lr 4e-4, weight decay 0.01, eps 1e-6, min_lr_ratio
+                        0.001) (give task.train_data.input_path, a record directory)
   xlnet/classification  run_classifier.py: lr 1e-5, batch 8, 1000 steps (give
                         init_checkpoint)
   xlnet/squad           run_squad.py: lr 3e-5, layer decay 0.75, batch 48, 8000 steps,
-                        1000 warmup, max_seq_length 512 (give init_checkpoint, train_file,
-                        predict_file)
+                        max_seq_length 512; 1000 warmup steps as its TPU script
+                        (tpu_squad_large.sh; the script's flag default is 0) (give
+                        init_checkpoint, train_file, predict_file)
   xlnet/race            run_race.py: lr 2e-5, batch 8, 12000 steps, 1000 per loop; the
                         released script saves no intermediate checkpoint, here one every
                         1000 steps (its README scripts' --save_steps) (give data_dir)

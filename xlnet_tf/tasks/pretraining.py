@@ -74,7 +74,8 @@ PretrainSettings = dataclasses.make_dataclass(
     bases=(base_config.Config,))
 PretrainSettings.__module__ = __name__
 PretrainSettings.__doc__ = ("The optimisation settings of `pretraining.PretrainOptions` "
-                            "(same names and defaults: the released train.py's).")
+                            "(same names and defaults: the paper's pretraining values, "
+                            "the released TPU scripts' flags).")
 
 
 @dataclasses.dataclass

@@ -223,10 +223,11 @@ def train(task: base.XLNetTask, params, model_dir: str, stop_at_step=None,
         lambda ctx: task.build_inputs(params.task.train_data, ctx, path=train_path),
         options, loss_fn=task.loss_fn(), input_keys=task.INPUT_KEYS,
         run_settings=run_settings, forward_fn=task.forward_fn(), **eval_args)
-    if summary["step"] == params.trainer.train_steps:
-      evals = summary.get("evals")
-      task.save_model_dir(model, os.path.join(model_dir, FINAL_DIR),
-                          evals[-1] if evals else None)
+    final = os.path.join(model_dir, FINAL_DIR)
+    if summary["step"] == params.trainer.train_steps and (
+        summary["start_step"] < summary["step"] or not tf.io.gfile.exists(final)):
+      evals = summary.get("evals")      # a rerun of a finished run keeps its final/
+      task.save_model_dir(model, final, evals[-1] if evals else None)
   finally:
     lock.release()
   logging.info("trained to step %d (from step %d)", summary["step"], summary["start_step"])

@@ -189,9 +189,11 @@ def train_model(strategy: tf.distribute.Strategy, model: tf_keras.Model, optimiz
     start_step = int(optimizer.iterations.numpy())
     if restored:
       logging.info("resuming from %s at step %d", restored, start_step)
+    # A step takes k micro-batches for each replica an input pipeline feeds.
     skip = start_step * options.grad_accum_steps
     dataset = strategy.distribute_datasets_from_function(
-        lambda ctx: dataset_fn(ctx).skip(skip))
+        lambda ctx: dataset_fn(ctx).skip(
+            skip * (ctx.num_replicas_in_sync // ctx.num_input_pipelines)))
     trainer = Trainer(strategy, model, optimizer, dataset, input_keys=input_keys,
                       loss_fn=loss_fn, grad_accum_steps=options.grad_accum_steps,
                       clip_norm=options.clip_norm, total_steps=options.train_steps,
