@@ -178,7 +178,7 @@ def race_paragraph(chapter: int, index: int) -> str:
 
 
 # (level, file, chapter, paragraph, questions, options, answers): real passages, questions
-# about them written for the tests (as in tests/test_race_model_and_cache.py).
+# about them written for the tests.
 RACE_SAMPLE = (
     ("middle", "m1.txt", 1, 1,
      ["What does the narrator ask to be called?", "He went to sea when he had little _ ."],

@@ -8,7 +8,6 @@ a small RACE-layout directory written by the test: real Moby-Dick passages (the 
 """
 
 import dataclasses
-import json
 import os
 import re
 
@@ -17,7 +16,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from helpers import CORPUS_GLOB
+import helpers
 from helpers import small_config
 from xlnet_tf.data import feature_cache
 from xlnet_tf.data import race
@@ -29,52 +28,6 @@ from xlnet_tf.models.xlnet_multiple_choice import build_multiple_choice
 from xlnet_tf.models.xlnet_multiple_choice import multiple_choice_loss
 
 T, QA = 48, 12             # max_seq_length, max_qa_length of the cache tests
-
-
-# ---- a RACE-layout sample ----------------------------------------------------------------------
-
-def _paragraph(chapter: int, index: int) -> str:
-  path = CORPUS_GLOB.replace("*", f"chapter_{chapter}")
-  with open(path, encoding="utf-8") as f:
-    return [line.strip() for line in f if line.strip()][index]
-
-
-# (level, file, chapter, paragraph, questions, options, answers)
-_SAMPLE = (
-    ("middle", "m1.txt", 1, 1,
-     ["What does the narrator ask to be called?", "He went to sea when he had little _ ."],
-     [["Ahab", "Ishmael", "Queequeg", "Starbuck"], ["money", "time", "food", "hope"]],
-     ["B", "A"]),
-    ("middle", "m2.txt", 2, 0,
-     ["Where did the narrator arrive?", "It was a Saturday night in _ ."],
-     [["Nantucket", "Boston", "New Bedford", "Cape Horn"],
-      ["May", "July", "October", "December"]],
-     ["C", "D"]),
-    ("high", "h1.txt", 3, 0,
-     ["What hung on one side of the entry?"],
-     [["a harpoon", "an oilpainting", "a map", "a lantern"]], ["B"]),
-    ("high", "h2.txt", 1, 2,
-     ["Which city is belted round by wharves?", "The streets take you _ ."],
-     [["the Manhattoes", "London", "Nantucket", "Salem"],
-      ["inland", "uphill", "waterward", "homeward"]],
-     ["A", "C"]),
-)
-
-
-def _write_sample(root) -> list:
-  """Writes DATA_DIR/dev/{middle,high}/*.txt; returns the files."""
-  files = []
-  for level, name, chapter, paragraph, questions, options, answers in _SAMPLE:
-    folder = root / "dev" / level
-    folder.mkdir(parents=True, exist_ok=True)
-    article = _paragraph(chapter, paragraph)
-    if name == "h1.txt":                # one short article: its rows are padded, not cut
-      article = " ".join(article.split()[:12])
-    (folder / name).write_text(json.dumps({
-        "id": f"{level}{name}", "article": article, "questions": questions,
-        "options": options, "answers": answers}), encoding="utf-8")
-    files.append(str(folder / name))
-  return sorted(files)
 
 
 # ---- the model ---------------------------------------------------------------------------------
@@ -167,12 +120,12 @@ def test_multiple_choice_loss_is_the_softmax_cross_entropy_over_options():
 
 def _answers():
   """The sample's answers in `read_race` order (middle files, then high; sorted names)."""
-  order = sorted(_SAMPLE, key=lambda s: (race.LEVELS.index(s[0]), s[1]))
+  order = sorted(helpers.RACE_SAMPLE, key=lambda s: (race.LEVELS.index(s[0]), s[1]))
   return [answer for s in order for answer in s[6]]
 
 
 def test_race_cache_reads_back_race_features_in_order(spiece_model, tmp_path, monkeypatch):
-  files = _write_sample(tmp_path / "RACE")
+  files = helpers.write_race_sample(tmp_path / "RACE")
   examples = race.read_race(os.fspath(tmp_path / "RACE"), "dev")
   assert len(examples) == 7 and {e.level for e in examples} == set(race.LEVELS)
   sp = tokenization.load_spiece(spiece_model)
@@ -225,7 +178,7 @@ def test_race_cache_reads_back_race_features_in_order(spiece_model, tmp_path, mo
 
 
 def test_race_cache_key_and_refusals(spiece_model, tmp_path):
-  _write_sample(tmp_path / "RACE")
+  helpers.write_race_sample(tmp_path / "RACE")
   examples = race.read_race(os.fspath(tmp_path / "RACE"), "dev")
   key = lambda e=examples, **kw: race.cache_settings(
       e, spiece_model, kw.pop("t", T), kw.pop("qa", QA), **kw)["key"]
