@@ -94,10 +94,16 @@ def write(model: tf_keras.Model, directory: str, spec_file: Optional[str] = None
   tf.train.Checkpoint(model=model).write(os.path.join(partial, CHECKPOINT_PREFIX))
   if spiece_model:
     tf.io.gfile.copy(spiece_model, os.path.join(partial, SPIECE_FILE), overwrite=True)
+  return replace_directory(partial, directory)
+
+
+def replace_directory(new: str, directory: str) -> str:
+  """Renames the complete directory `new` to `directory`; an older `directory` is renamed
+  aside first and removed only once `new` has its name. Returns `directory`."""
   old = f"{directory}.old-{os.getpid()}"
   if tf.io.gfile.exists(directory):
     tf.io.gfile.rename(directory, old)
-  tf.io.gfile.rename(partial, directory)
+  tf.io.gfile.rename(new, directory)
   if tf.io.gfile.exists(old):
     tf.io.gfile.rmtree(old)
   return directory

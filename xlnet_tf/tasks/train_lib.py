@@ -50,6 +50,7 @@ from official.core import train_utils
 import orbit
 import tensorflow as tf
 
+from xlnet_tf import model_directory
 from xlnet_tf import paths
 from xlnet_tf.tasks import base
 from xlnet_tf.tasks import pretraining as pretraining_task
@@ -174,8 +175,10 @@ def _best_model_action(task: base.XLNetTask, model, optimizer, model_dir: str,
       return
     results = {"step": int(optimizer.iterations.numpy()),
                **{k: float(v) for k, v in metrics.items()}}
-    task.save_model_dir(model, best_dir, results)     # whole or not at all
-    _write_json(os.path.join(best_dir, RESULTS_FILE), results)
+    staging = f"{best_dir}.new-{os.getpid()}"        # the model and its results, whole
+    task.save_model_dir(model, staging, results)
+    _write_json(os.path.join(staging, RESULTS_FILE), results)
+    model_directory.replace_directory(staging, best_dir)
     logging.info("new best %s %.4f at step %d: %s", task.METRIC, value, results["step"],
                  best_dir)
   return action
