@@ -123,18 +123,9 @@ def experiment_params():
           "validation_data": {"split": FLAGS.eval_split,
                               "global_batch_size": FLAGS.eval_batch_size,
                               "spiece_model": spiece, "cache_dir": cache_dir},
-          "optimization": {
-              "learning_rate": FLAGS.learning_rate, "warmup_steps": FLAGS.warmup_steps,
-              "weight_decay": FLAGS.weight_decay, "adam_epsilon": FLAGS.adam_epsilon,
-              "clip_norm": FLAGS.clip, "min_lr_ratio": FLAGS.min_lr_ratio,
-              "lr_layer_decay_rate": FLAGS.lr_layer_decay_rate,
-              "lr_layer_decay_mode": FLAGS.lr_layer_decay_mode,
-              "adam_bias_correction": FLAGS.adam_bias_correction,
-              "grad_accum_steps": FLAGS.grad_accum_steps,
-              "precision": FLAGS.precision, "seed": FLAGS.seed}},
-      "trainer": {"train_steps": FLAGS.train_steps, "steps_per_loop": FLAGS.iterations,
-                  "checkpoint_interval": FLAGS.save_steps,
-                  "max_to_keep": FLAGS.max_checkpoints},
+          "optimization": task_flags.optimization_override(
+              grad_accum_steps=FLAGS.grad_accum_steps)},
+      "trainer": task_flags.trainer_override(),
   }, is_strict=True)
   params.validate()
   params.lock()

@@ -143,17 +143,8 @@ def _params(model_source=None):
   params.override({
       "task": {**task, "model": model, "train_data": train_data,
                "validation_data": validation_data,
-               "optimization": {
-                   "learning_rate": FLAGS.learning_rate, "warmup_steps": FLAGS.warmup_steps,
-                   "weight_decay": FLAGS.weight_decay, "adam_epsilon": FLAGS.adam_epsilon,
-                   "clip_norm": FLAGS.clip, "min_lr_ratio": FLAGS.min_lr_ratio,
-                   "lr_layer_decay_rate": FLAGS.lr_layer_decay_rate,
-                   "lr_layer_decay_mode": FLAGS.lr_layer_decay_mode,
-                   "adam_bias_correction": FLAGS.adam_bias_correction,
-                   "precision": FLAGS.precision, "seed": FLAGS.seed}},
-      "trainer": {"train_steps": FLAGS.train_steps, "steps_per_loop": FLAGS.iterations,
-                  "checkpoint_interval": FLAGS.save_steps,
-                  "max_to_keep": FLAGS.max_checkpoints},
+               "optimization": task_flags.optimization_override()},
+      "trainer": task_flags.trainer_override(),
       "runtime": released_flags.runtime_override()}, is_strict=True)
   params.validate()
   params.lock()

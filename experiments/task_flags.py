@@ -1,5 +1,6 @@
 """Flags shared by the span and multiple-choice fine-tuning entry points (run_squad.py,
-run_race.py), with the released scripts' defaults, and the check of their paths.
+run_race.py), with the released scripts' defaults; the experiment overrides they make of
+them (`optimization_override`, `trainer_override`); the check of their paths.
 
   define_task_flags(learning_rate=3e-5, lr_layer_decay_rate=0.75, train_steps=8000,
                     train_batch_size=48)
@@ -49,6 +50,24 @@ def define_task_flags(learning_rate: float, lr_layer_decay_rate: float, train_st
   flags.DEFINE_float("dropout", 0.1, "Dropout.")
   flags.DEFINE_float("dropatt", 0.1, "Attention dropout.")
   flags.DEFINE_integer("seed", 0, "Seed.")
+
+
+def optimization_override(**extra) -> Dict[str, object]:
+  """task.optimization of the shared flags (plus `extra`, e.g. grad_accum_steps)."""
+  return {"learning_rate": FLAGS.learning_rate, "warmup_steps": FLAGS.warmup_steps,
+          "weight_decay": FLAGS.weight_decay, "adam_epsilon": FLAGS.adam_epsilon,
+          "clip_norm": FLAGS.clip, "min_lr_ratio": FLAGS.min_lr_ratio,
+          "lr_layer_decay_rate": FLAGS.lr_layer_decay_rate,
+          "lr_layer_decay_mode": FLAGS.lr_layer_decay_mode,
+          "adam_bias_correction": FLAGS.adam_bias_correction,
+          "precision": FLAGS.precision, "seed": FLAGS.seed, **extra}
+
+
+def trainer_override() -> Dict[str, object]:
+  """The trainer section of the entry point's flags (each defines iterations, save_steps,
+  max_checkpoints)."""
+  return {"train_steps": FLAGS.train_steps, "steps_per_loop": FLAGS.iterations,
+          "checkpoint_interval": FLAGS.save_steps, "max_to_keep": FLAGS.max_checkpoints}
 
 
 def check_paths(tool: str, inputs: Dict[str, str], outputs: Sequence[str]) -> None:

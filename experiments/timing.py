@@ -14,3 +14,28 @@ def median_seconds(fn, steps: int) -> float:
     fn()
     times.append(time.perf_counter() - start)
   return float(np.median(times))
+
+
+SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16",
+              "avx_vnni", "amx_tile", "amx_bf16", "amx_int8")
+
+
+def cpu_description() -> str:
+  """'<model name>, <n> cores, flags: avx avx2 ...' (the SIMD flags of /proc/cpuinfo that
+  matter for matmul speed; Linux), or the platform's processor string elsewhere."""
+  import os  # pylint: disable=g-import-not-at-top
+  import platform  # pylint: disable=g-import-not-at-top
+  name, flags = platform.processor() or "unknown CPU", set()
+  try:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+      for line in f:
+        key, _, value = line.partition(":")
+        if key.strip() == "model name":
+          name = value.strip()
+        elif key.strip() == "flags":
+          flags = set(value.split())
+          break
+  except OSError:
+    pass
+  present = [flag for flag in SIMD_FLAGS if flag in flags]
+  return f"{name}, {os.cpu_count()} cores, flags: {' '.join(present) or 'n/a'}"

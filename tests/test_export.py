@@ -1,6 +1,7 @@
 """SavedModel export: raw text in a fresh process (TensorFlow + tensorflow-text only)."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -80,3 +81,25 @@ def test_ids_signature_and_saved_model_cli(exported, tmp_path):
       capture_output=True, text=True, check=False, cwd=str(tmp_path))
   assert result.returncode == 0, result.stderr[-2000:]
   assert "probabilities" in result.stdout and "label" in result.stdout
+
+
+def test_the_export_has_a_model_card_with_labels_and_parity(exported):
+  model, spec, export_dir = exported
+  card = open(os.path.join(export_dir, "README.md"), encoding="utf-8").read()
+  assert "- **Labels** (id: name): 0: negative, 1: positive" in card
+  assert "- **Task**: classification" in card
+  assert "- **Licence**: unknown: see the source" in card      # the model directory has none
+  assert f"- **Source**: {os.path.join(os.path.dirname(export_dir), 'model')}\n" in card
+  parity = re.search(r"- \*\*Parity\*\*: max \|diff\| (\S+) of probabilities", card)
+  assert parity, card
+  assert 0.0 <= float(parity.group(1)) < 1e-5
+  assert f"d_model {model.config.d_model}" in card
+
+
+def test_the_export_card_takes_the_licence_of_the_model_directorys_card(tmp_path):
+  from xlnet_tf import model_card  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.serving import export_card  # pylint: disable=g-import-not-at-top
+  assert export_card.source_licence(str(tmp_path)) == "unknown: see the source"
+  model_card.write(str(tmp_path), title="t", source="s", licence=model_card.RELEASED_LICENCE,
+                   config={}, task="pretrained")
+  assert export_card.source_licence(str(tmp_path)) == model_card.RELEASED_LICENCE

@@ -4,6 +4,7 @@ SavedModel answers raw questions in a fresh process (TensorFlow + tensorflow-tex
 import glob
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -139,6 +140,10 @@ def test_exported_model_answers_raw_text_like_the_python_path(spiece_model, tmp_
       "version_2_with_negative": True, "null_score_diff_threshold": threshold}))
   export_dir = squad_export.export_squad(model, str(model_dir), str(tmp_path / "saved"),
                                          max_answer_length=answer_length)
+  card = open(os.path.join(export_dir, "README.md"), encoding="utf-8").read()
+  assert "- **Task**: squad" in card and f"null_score_diff_threshold**: {threshold}" in card
+  parity = re.search(r"- \*\*Parity\*\*: max \|diff\| (\S+) of score, is_impossible", card)
+  assert parity and float(parity.group(1)) < 1e-4, card
 
   served = serve_fresh(export_dir, {"question": [e.question for e in examples],   # TF only
                                     "context": [e.context for e in examples]}, tmp_path)

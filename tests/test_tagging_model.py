@@ -1,8 +1,8 @@
 """The tagger against HuggingFace's XLNetForTokenClassification (random weights), its loss,
 serialization and model directory.
 
-The HF model is saved with `save_pretrained` and converted with `xlnet_tf.convert` (which
-sets the task head aside); the encoder is restored from the converted directory and the
+The HF model is saved with `save_pretrained` and converted with `xlnet_tf.convert --task
+pretrained` (the encoder alone, the task head set aside); the encoder is restored from the converted directory and the
 head copied by HF's names (`classifier.weight` transposed, `classifier.bias`). Inputs are
 real Brown sentences in the tagging layout (left padding, first-piece labels).
 """
@@ -19,6 +19,7 @@ from helpers import max_rel_error
 from helpers import small_config
 from hf_reference import make_hf_model
 from xlnet_tf import model_directory
+from xlnet_tf.convert import ConvertOptions
 from xlnet_tf.convert import convert
 from xlnet_tf.data import brown
 from xlnet_tf.data import tagging_features
@@ -59,7 +60,8 @@ def test_matches_huggingface_token_classification(spiece_model, tmp_path, overri
   config = small_config(n_token=4000, **overrides)
   hf_model = _hf_tagger(config, seed=3)
   hf_model.save_pretrained(os.fspath(tmp_path / "hf"))
-  convert(os.fspath(tmp_path / "hf"), os.fspath(tmp_path / "ours"))
+  convert(os.fspath(tmp_path / "hf"), os.fspath(tmp_path / "ours"),
+          options=ConvertOptions(task="pretrained"))
   model = build_tagger(config, NUM_LABELS)
   restore_encoder(model.encoder, os.fspath(tmp_path / "ours"))
   state = {k: v.detach().numpy() for k, v in hf_model.state_dict().items()}

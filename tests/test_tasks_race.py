@@ -10,6 +10,7 @@ as train and as dev split.
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -228,6 +229,12 @@ def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, race_d
 
   export_dir = driver.run(params, "export", run_dir)["export"]
   assert export_dir == os.path.join(run_dir, "export")
+  card = open(os.path.join(export_dir, "README.md"), encoding="utf-8").read()  # in the rename
+  assert f"- **Source**: {os.path.join(run_dir, 'best')}\n" in card
+  assert "- **Labels** (id: name): 0: A, 1: B, 2: C, 3: D" in card
+  assert re.search(r"- \*\*Parity\*\*: max \|diff\| [0-9.e+-]+ of logits, probabilities", card)
+  assert sorted(os.listdir(run_dir)).count("export") == 1 and not any(
+      ".partial-" in name for name in os.listdir(run_dir))
   examples = _questions(race_dir)
   sp = tokenization.load_spiece(spiece_model)
   features = [race.race_features(sp, e, T, QA) for e in examples]

@@ -2,6 +2,7 @@
 
   >>> import xlnet_tf
   >>> model = xlnet_tf.load_pretrained("converted/xlnet_base", mem_len=384, reuse_len=256)
+  >>> model = xlnet_tf.load_pretrained("xlnet_large_cased")   # a preset (xlnet_tf.presets)
 
 The names below are imported on first use, so that `import xlnet_tf.data.tokenization`
 (the preprocessing tools' only need) does not import TensorFlow and Keras. Keras

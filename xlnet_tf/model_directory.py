@@ -9,6 +9,7 @@ checkpoint folder; a SavedModel is an "export", see `xlnet_tf.serving`).
                              tagger.json      TaggerSpec (tags, scheme)
                              race.json        RaceSpec (lengths, levels, summary)
                              squad.json       SQuAD window settings, null threshold
+                             qa_simple.json   SimpleQASpec (HF's XLNetForQuestionAnsweringSimple)
 
 Written by pretraining (`pretrained.save_pretrained`), `xlnet_tf.convert` and every
 fine-tuning task through `write`: the weights are checked first (no NaN or infinite value is
@@ -31,6 +32,7 @@ import tf_keras
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_multiple_choice import build_multiple_choice
+from xlnet_tf.models.xlnet_simple_qa import build_simple_qa
 from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.models.xlnet_tagger import build_tagger
 
@@ -41,6 +43,7 @@ CLASSIFIER_FILE = "classifier.json"
 TAGGER_FILE = "tagger.json"
 RACE_FILE = "race.json"
 SQUAD_FILE = "squad.json"
+QA_SIMPLE_FILE = "qa_simple.json"
 
 
 class NonFiniteError(FloatingPointError):
@@ -142,19 +145,26 @@ def load(directory: str, spec_file: str,
   return model, spec
 
 
+# Spec fields added later, written only when they differ from their default (the default is
+# what a file without them means), so the spec files of existing models stay as they were.
+_OPTIONAL_FIELDS = {"summary_activation": None, "keep_accents": False}
+
+
 def spec_values(spec) -> Dict[str, Any]:
-  """A spec dataclass as JSON values (tuples as lists)."""
+  """A spec dataclass as JSON values (tuples as lists; `_OPTIONAL_FIELDS` at their default
+  left out)."""
   return {k: list(v) if isinstance(v, tuple) else v
-          for k, v in dataclasses.asdict(spec).items()}
+          for k, v in dataclasses.asdict(spec).items()
+          if not (k in _OPTIONAL_FIELDS and v == _OPTIONAL_FIELDS[k])}
 
 
 def save(model: tf_keras.Model, directory: str, spec, spiece_model: Optional[str]) -> str:
-  """`write` of a fine-tuned model with its spec: a ClassifierSpec, TaggerSpec or RaceSpec
-  (into its spec file), or the settings dict of a SQuAD model (squad.json)."""
+  """`write` of a fine-tuned model with its spec: a ClassifierSpec, TaggerSpec, RaceSpec or
+  SimpleQASpec (into its spec file), or the settings dict of a SQuAD model (squad.json)."""
   if isinstance(spec, dict):
     return write(model, directory, SQUAD_FILE, spec, spiece_model)
   spec_file = {ClassifierSpec: CLASSIFIER_FILE, TaggerSpec: TAGGER_FILE,
-               RaceSpec: RACE_FILE}[type(spec)]
+               RaceSpec: RACE_FILE, SimpleQASpec: QA_SIMPLE_FILE}[type(spec)]
   return write(model, directory, spec_file, spec_values(spec), spiece_model)
 
 
@@ -170,6 +180,10 @@ class ClassifierSpec:
   uncased: bool = False
   summary_type: str = "last"
   use_proj: bool = True
+  # The summary's activation (`SequenceSummary`): None is the released tanh on the
+  # projection (none without it); models imported from HuggingFace record theirs.
+  summary_activation: Optional[str] = None
+  keep_accents: bool = False            # the text keeps its accents (HF's keep_accents)
 
   @property
   def num_classes(self) -> int:
@@ -184,6 +198,7 @@ class TaggerSpec:
   max_seq_length: int = 128
   uncased: bool = False
   scheme: str = "tags"                  # "bio": also entity-level metrics
+  keep_accents: bool = False
 
   @property
   def num_labels(self) -> int:
@@ -200,6 +215,21 @@ class RaceSpec:
   levels: Tuple[str, ...] = ("middle", "high")
   summary_type: str = "last"
   use_proj: bool = True
+  summary_activation: Optional[str] = None   # see ClassifierSpec
+  keep_accents: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class SimpleQASpec:
+  """A span QA model with HF's simple head (`XLNetSimpleQA`, qa_simple.json): the SQuAD
+  window settings of its export (SQuAD v1.1: the head has no answer class)."""
+  max_seq_length: int = 512
+  max_query_length: int = 64
+  doc_stride: int = 128
+  start_n_top: int = 5
+  end_n_top: int = 5
+  uncased: bool = False
+  keep_accents: bool = False
 
 
 def load_classifier(directory: str):
@@ -207,7 +237,8 @@ def load_classifier(directory: str):
   def build(config, values):
     spec = ClassifierSpec(**values)
     return build_classifier(config, spec.num_classes, summary_type=spec.summary_type,
-                            use_proj=spec.use_proj, is_regression=spec.is_regression), spec
+                            use_proj=spec.use_proj, is_regression=spec.is_regression,
+                            summary_activation=spec.summary_activation), spec
   return load(directory, CLASSIFIER_FILE, build,
               written_by="the xlnet/classification task (run_classifier, experiments.train) "
                          "or xlnet_tf.convert")
@@ -229,7 +260,8 @@ def load_race(directory: str):
                        f"'race'")
     spec = RaceSpec(**{**values, "levels": tuple(values.get("levels", RaceSpec.levels))})
     return build_multiple_choice(config, summary_type=spec.summary_type,
-                                 use_proj=spec.use_proj), spec
+                                 use_proj=spec.use_proj,
+                                 summary_activation=spec.summary_activation), spec
   return load(directory, RACE_FILE, build,
               written_by="the xlnet/race task (run_race --do_train, experiments.train)")
 
@@ -237,10 +269,25 @@ def load_race(directory: str):
 def load_squad(directory: str, start_n_top: Optional[int] = None,
                end_n_top: Optional[int] = None):
   """(XLNetForSquad, squad.json values) of a fine-tuned SQuAD model's directory; the head
-  searches start_n_top x end_n_top candidates (default: squad.json's, else 5 x 5)."""
+  searches start_n_top x end_n_top candidates (default: squad.json's, else 5 x 5); its
+  answer class reads squad.json's answer_class_start (default "expected", as released;
+  "gold" for models imported from HuggingFace)."""
   def build(config, values):
     return build_squad_model(config, start_n_top or values.get("start_n_top", 5),
-                             end_n_top or values.get("end_n_top", 5), 0.0), values
+                             end_n_top or values.get("end_n_top", 5), 0.0,
+                             answer_class_start=values.get("answer_class_start",
+                                                           "expected")), values
   return load(directory, SQUAD_FILE, build,
               written_by="the xlnet/squad task (run_squad --do_train, experiments.train) "
                          "or xlnet_tf.convert")
+
+
+def load_qa_simple(directory: str, start_n_top: Optional[int] = None,
+                   end_n_top: Optional[int] = None):
+  """(XLNetSimpleQA, SimpleQASpec) of a simple span QA model's directory (imported from
+  HuggingFace's XLNetForQuestionAnsweringSimple by xlnet_tf.convert)."""
+  def build(config, values):
+    spec = SimpleQASpec(**values)
+    return build_simple_qa(config, start_n_top or spec.start_n_top,
+                           end_n_top or spec.end_n_top), spec
+  return load(directory, QA_SIMPLE_FILE, build, written_by="xlnet_tf.convert")

@@ -7,11 +7,12 @@ Layout (written by `save_pretrained`, by `python -m xlnet_tf.convert`, and by pr
 
 Example:
   >>> model = load_pretrained("converted/xlnet_base", mem_len=384, reuse_len=256)
+  >>> model = load_pretrained("xlnet_base_cased")     # a preset: downloaded once, cached
 """
 
 import collections
 import os
-from typing import Dict
+from typing import Dict, Optional
 
 import tensorflow as tf
 
@@ -30,23 +31,32 @@ def save_pretrained(model: XLNetPretrainer, directory: str, spiece_model: str = 
   model_directory.write(model, directory, spiece_model=spiece_model)
 
 
-def load_pretrained(directory: str, **run_options) -> XLNetPretrainer:
+def load_pretrained(directory: str, cache_dir: Optional[str] = None, progress: bool = True,
+                    **run_options) -> XLNetPretrainer:
   """The pretraining model (encoder + tied LM head) with the weights in `directory`.
 
   Args:
-    directory: written by `save_pretrained` or `python -m xlnet_tf.convert`.
+    directory: written by `save_pretrained` or `python -m xlnet_tf.convert`; or the name
+      of a preset ("xlnet_base_cased", "xlnet_large_cased", see `xlnet_tf.presets`),
+      downloaded and converted into the cache on first use.
+    cache_dir: the presets' cache (default $XLNET_TF_CACHE, else ~/.cache/xlnet_tf).
+    progress: show the download's progress on stderr.
     **run_options: overrides of mem_len, reuse_len, bi_data, clamp_len, same_length,
       attn_type, dropout, dropatt.
   Raises:
     ValueError: an override that is not a run option; a checkpoint that does not match the
       config (naming the variable).
-    FileNotFoundError: naming the missing file.
+    FileNotFoundError: naming the missing file; `directory` neither a directory nor a
+      preset (listing the presets).
   """
   unknown = sorted(set(run_options) - set(RUN_OPTION_KEYS))
   if unknown:
     raise ValueError(f"load_pretrained: {unknown} cannot be overridden; the run options are "
                      f"{list(RUN_OPTION_KEYS)} (the architecture comes from "
                      f"{model_directory.CONFIG_FILE})")
+  if not tf.io.gfile.isdir(directory):
+    from xlnet_tf import presets  # pylint: disable=g-import-not-at-top
+    directory = presets.model_dir(directory, cache_dir, progress=progress)
   config = XLNetConfig.from_json_file(os.path.join(directory, model_directory.CONFIG_FILE))
   config = config.replace(**run_options)
   model = build_pretrainer(config)

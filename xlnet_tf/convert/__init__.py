@@ -1,14 +1,31 @@
 """Import released TF1 checkpoints, fine-tuned ones with their task head, and HuggingFace
-XLNet weights.
+XLNet models with theirs.
 
-  python -m xlnet_tf.convert --source SRC --output OUT
+  python -m xlnet_tf.convert --source SRC --output OUT [--saved_model EXPORT]
 
 SRC is either a released directory (xlnet_config.json + xlnet_model.ckpt.*, optional
 spiece.model) or a HuggingFace XLNet directory (config.json with model_type "xlnet" +
 model.safetensors, a sharded safetensors index, or pytorch_model.bin). OUT receives
-xlnet_config.json, the TF2 checkpoint model.ckpt, spiece.model if SRC has one, and
-conversion.json (what was read and what was left out); `xlnet_tf.load_pretrained(OUT)`
-loads it.
+xlnet_config.json, the TF2 checkpoint model.ckpt, spiece.model if SRC has one,
+conversion.json (what was read, what was left out, the parity figure) and README.md (the
+model card, `xlnet_tf.model_card`); `xlnet_tf.load_pretrained(OUT)` loads a pretrained one.
+
+A HuggingFace task model converts with its head (config.json's `architectures`, see
+`huggingface`) into the model directory of that task:
+  XLNetForSequenceClassification  classifier.json (labels: id2label; regression for one
+                                  output), `model_directory.load_classifier`
+  XLNetForMultipleChoice          race.json, `model_directory.load_race`
+  XLNetForTokenClassification     tagger.json (tags: id2label), `model_directory.load_tagger`
+  XLNetForQuestionAnsweringSimple qa_simple.json, `model_directory.load_qa_simple`
+  XLNetForQuestionAnswering       squad.json (answer_class_start "gold"),
+                                  `model_directory.load_squad`
+XLNetModel and XLNetLMHeadModel (and --task pretrained) give the pretrained layout.
+tokenizer_config.json's do_lower_case and keep_accents are recorded in the spec (uncased,
+keep_accents). The parity figure is measured at conversion: for a HuggingFace source, HF's
+model and ours on a fixed probe batch (when torch and transformers are installed); for a
+TF1 source, the converted weights against the checkpoint's arrays. With --saved_model the
+model directory is also exported as a raw-text SavedModel (`xlnet_tf.serving`), with the
+model card.
 
 Checkpoints written by the original's fine-tuning scripts (run_classifier.py, run_squad.py,
 run_race.py; a model directory with model.ckpt-N.* and a `checkpoint` file, config given
@@ -41,6 +58,7 @@ import uuid
 from absl import logging
 import numpy as np
 
+from xlnet_tf import model_card
 from xlnet_tf import model_directory
 from xlnet_tf import paths
 from xlnet_tf import pretrained
@@ -82,7 +100,8 @@ REPORT_FILE = "conversion.json"
 OUTPUT_KINDS = ("pretrained",) + task_heads.TASKS
 # The original's defaults for what its checkpoints do not record (run_classifier.py,
 # run_squad.py, run_race.py flags).
-DEFAULT_MAX_SEQ_LENGTH = {"classifier": 128, "squad": 512, "race": 512}
+DEFAULT_MAX_SEQ_LENGTH = {"classifier": 128, "squad": 512, "race": 512, "tagger": 128,
+                          "qa_simple": 512}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,8 +109,9 @@ class ConvertOptions:
   """What a checkpoint cannot tell, and which head to load (all optional).
 
   task: "auto" (a TF1 checkpoint without the pretraining variables converts with its task
-    head, if it has one; otherwise the pretrained layout), "pretrained" (the encoder alone,
-    task heads left out), or "classifier" / "squad" / "race" (that head, or an error).
+    head, if it has one; a HuggingFace task model with its head; otherwise the pretrained
+    layout), "pretrained" (the encoder alone, task heads left out), or one of
+    `task_heads.TASKS` (that head, or an error).
   model_config_path: xlnet_config.json for a TF1 directory that has none.
   spiece_model_file: copied to OUT/spiece.model (default SRC/spiece.model if present).
   task_name: which classification head, if the checkpoint has several.
@@ -99,7 +119,9 @@ class ConvertOptions:
     tasks its run_classifier.py defines, else "0".."C-1").
   summary_type: default "attn" if the checkpoint has its variables, else "last".
   max_seq_length: default the original's flag default (128 classifier, 512 SQuAD, RACE).
-  uncased: the text was lower-cased (the original's --uncased).
+  uncased: the text was lower-cased (the original's --uncased; a HuggingFace directory's
+    tokenizer_config.json do_lower_case).
+  keep_accents: the text keeps its accents (tokenizer_config.json keep_accents).
   max_query_length, doc_stride, start_n_top, end_n_top, version_2_with_negative,
     null_score_diff_threshold: SQuAD settings for squad.json (the original's defaults;
     v2.0, since the original's run_squad.py always trains the answer class).
@@ -112,6 +134,7 @@ class ConvertOptions:
   summary_type: Optional[str] = None
   max_seq_length: Optional[int] = None
   uncased: bool = False
+  keep_accents: bool = False
   max_query_length: int = 64
   doc_stride: int = 128
   start_n_top: int = 5
@@ -187,7 +210,8 @@ def _is_conversion_file(name: str) -> bool:
   """Whether a conversion writes a file called `name` into its output directory."""
   return (name in (model_directory.CONFIG_FILE, model_directory.SPIECE_FILE, REPORT_FILE,
                    model_directory.CLASSIFIER_FILE, model_directory.SQUAD_FILE,
-                   model_directory.RACE_FILE,
+                   model_directory.RACE_FILE, model_directory.TAGGER_FILE,
+                   model_directory.QA_SIMPLE_FILE, model_card.CARD_FILE,
                    model_directory.CHECKPOINT_PREFIX + ".index") or
           name.startswith(model_directory.CHECKPOINT_PREFIX + ".data-"))
 
@@ -240,7 +264,7 @@ def check_locations(source: str, output: str, overwrite: bool = False) -> None:
         f"Move them elsewhere or choose a new --output")
 
 
-def _replace_directory(new: str, output: str) -> None:
+def replace_output(new: str, output: str) -> None:
   """Moves the complete directory `new` to `output`, replacing a previous `output`.
 
   The previous output is first renamed aside (same parent, so nothing is copied) and is
@@ -314,12 +338,24 @@ def _label_names(head: task_heads.Head, options: ConvertOptions, source: str):
                   f"fine-tuned with) to name them")
 
 
-def _convert_task(weights: SourceWeights, head: task_heads.Head, options: ConvertOptions,
-                  report: Dict[str, Any]):
-  """Builds and loads the task model for `head`; returns (model, writer(directory, spiece))."""
+def _task_config(weights: SourceWeights):
+  """The config of the task model: a TF1 checkpoint gets fine-tuning's run options
+  (`finetuning.finetune_config`); a HuggingFace model keeps its own (attention type,
+  bi_data, clamp_len, dropout: they shape its outputs), without memory."""
   from xlnet_tf.training import finetuning  # pylint: disable=g-import-not-at-top
-  config = finetuning.finetune_config(weights.config)
-  model = task_heads.build_task_model(head, config, options.start_n_top, options.end_n_top)
+  if weights.kind == "huggingface":
+    return weights.config.replace(mem_len=0, reuse_len=0)
+  return finetuning.finetune_config(weights.config)
+
+
+def _convert_task(weights: SourceWeights, head: task_heads.Head, options: ConvertOptions,
+                  report: Dict[str, Any], text: Dict[str, Any]):
+  """Builds and loads the task model for `head`; returns (model, writer(directory, spiece)).
+  `text`: the normalisation (uncased, keep_accents) recorded in the spec."""
+  config = _task_config(weights)
+  start_n_top = head.start_n_top or options.start_n_top
+  end_n_top = head.end_n_top or options.end_n_top
+  model = task_heads.build_task_model(head, config, start_n_top, end_n_top)
   encoder = {k: v for k, v in weights.arrays.items() if k != names.LM_BIAS}
   absent = report["absent"]
   if names.MASK_EMB not in encoder:
@@ -331,60 +367,110 @@ def _convert_task(weights: SourceWeights, head: task_heads.Head, options: Conver
     absent[names.LM_BIAS] = _LM_BIAS_UNUSED
   task_heads.load_task_model(model, head, encoder, weights.heads, weights.path)
   report["variables"] = len(weights.arrays) + len(head.names)
-  report["skipped_task_head_variables"] = [n for n in weights.skipped if n not in head.names]
+  if weights.kind == "huggingface":
+    report["skipped_task_head_variables"] = []
+  else:
+    report["skipped_task_head_variables"] = [n for n in weights.skipped
+                                             if n not in head.names]
   max_seq_length = options.max_seq_length or DEFAULT_MAX_SEQ_LENGTH[head.kind]
   described = {"kind": head.kind, "variables": list(head.names)}
-  settings = {"max_seq_length": max_seq_length, "uncased": options.uncased}
+  uncased, keep_accents = text["uncased"], text["keep_accents"]
+  settings = {"max_seq_length": max_seq_length, "uncased": uncased}
+  if keep_accents:
+    settings["keep_accents"] = True
   if options.max_seq_length is None:
     report["notes"].append(f"max_seq_length {max_seq_length}: the original's default for "
                            f"this task (the checkpoint does not record it; "
                            f"--max_seq_length sets it)")
+  summary_type = task_heads.our_summary_type(head.summary_type)
 
   if head.kind == "classifier":
-    labels, labels_from = _label_names(head, options, weights.path)
+    if head.labels is not None:
+      labels = head.labels
+      labels_from = "--labels" if options.labels is not None else "config.json id2label"
+    else:
+      labels, labels_from = _label_names(head, options, weights.path)
     task_name = task_heads.OUR_TASK_NAME.get(head.task_name, head.task_name)
-    # The original's "mean" averages over the padding too: ours is "mean_with_padding".
-    summary_type = "mean_with_padding" if head.summary_type == "mean" else head.summary_type
     spec = model_directory.ClassifierSpec(
         task_name=task_name, labels=labels, is_regression=head.is_regression,
-        max_seq_length=max_seq_length, uncased=options.uncased,
-        summary_type=summary_type, use_proj=head.use_proj)
+        max_seq_length=max_seq_length, uncased=uncased, summary_type=summary_type,
+        use_proj=head.use_proj, summary_activation=head.activation,
+        keep_accents=keep_accents)
     described.update(scope=head.logit_scope, task_name=task_name, labels=labels,
                      labels_from=labels_from, is_regression=head.is_regression,
                      num_outputs=head.num_outputs, summary_type=summary_type,
-                     use_proj=head.use_proj)
-    if options.summary_type is None and head.summary_type == "last":
-      report["notes"].append(
-          "summary_type 'last' (<cls>), the original's default: 'first' and 'mean' have no "
-          "variables of their own to tell them apart (--summary_type sets it)")
-    if head.summary_type == "mean":
-      report["notes"].append(
-          "summary_type 'mean': the original averages over the padding too, so the model "
-          "uses 'mean_with_padding' (the same logits as the original at the same "
-          "max_seq_length)")
+                     use_proj=head.use_proj, summary_activation=head.activation)
+    if weights.kind == "released":
+      if options.summary_type is None and head.summary_type == "last":
+        report["notes"].append(
+            "summary_type 'last' (<cls>), the original's default: 'first' and 'mean' have "
+            "no variables of their own to tell them apart (--summary_type sets it)")
+      if head.summary_type == "mean":
+        report["notes"].append(
+            "summary_type 'mean': the original averages over the padding too, so the model "
+            "uses 'mean_with_padding' (the same logits as the original at the same "
+            "max_seq_length)")
     if labels_from.startswith("the checkpoint has no label names"):
       report["notes"].append(f"labels: {labels_from}")
-    write = lambda directory, spiece: model_directory.save(model, directory, spec, spiece)
+  elif head.kind == "tagger":
+    labels = head.labels
+    scheme = "bio" if _is_bio(labels) else "tags"
+    task_name = str(getattr(weights, "hf_config", {}).get("finetuning_task") or "huggingface")
+    spec = model_directory.TaggerSpec(task_name=task_name, labels=tuple(labels),
+                                      max_seq_length=max_seq_length, uncased=uncased,
+                                      scheme=scheme, keep_accents=keep_accents)
+    described.update(task_name=task_name, labels=list(labels), num_outputs=head.num_outputs,
+                     labels_from="--labels" if options.labels else "config.json id2label",
+                     scheme=scheme)
   elif head.kind == "squad":
     settings.update(doc_stride=options.doc_stride, max_query_length=options.max_query_length,
-                    start_n_top=options.start_n_top, end_n_top=options.end_n_top,
+                    start_n_top=start_n_top, end_n_top=end_n_top,
                     version_2_with_negative=options.version_2_with_negative)
+    if head.answer_class_start != "expected":
+      settings["answer_class_start"] = head.answer_class_start
     if options.null_score_diff_threshold is not None:
       settings["null_score_diff_threshold"] = options.null_score_diff_threshold
-    write = lambda directory, spiece: model_directory.save(model, directory, settings, spiece)
+    spec = settings
+  elif head.kind == "qa_simple":
+    spec = model_directory.SimpleQASpec(
+        max_seq_length=max_seq_length, max_query_length=options.max_query_length,
+        doc_stride=options.doc_stride, start_n_top=start_n_top, end_n_top=end_n_top,
+        uncased=uncased, keep_accents=keep_accents)
+    settings = model_directory.spec_values(spec)
   else:
-    described.update(summary_type=head.summary_type, use_proj=head.use_proj)
-    spec = model_directory.RaceSpec(max_seq_length=max_seq_length, uncased=options.uncased,
-                                    summary_type=head.summary_type, use_proj=head.use_proj)
-    write = lambda directory, spiece: model_directory.save(model, directory, spec, spiece)
+    described.update(summary_type=summary_type, use_proj=head.use_proj,
+                     summary_activation=head.activation)
+    spec = model_directory.RaceSpec(max_seq_length=max_seq_length, uncased=uncased,
+                                    summary_type=summary_type, use_proj=head.use_proj,
+                                    summary_activation=head.activation,
+                                    keep_accents=keep_accents)
+    if weights.kind == "huggingface":
+      report["notes"].append(
+          "XLNetForMultipleChoice -> the multiple choice model of the RACE task (race.json): "
+          "any number of choices in Python; its SavedModel takes RACE's 4 options")
+  if weights.kind == "huggingface" and head.kind in ("squad", "qa_simple"):
+    report["notes"].append(
+        f"start_n_top {start_n_top}, end_n_top {end_n_top}: from config.json")
   report["task_head"] = described
   report["task_settings"] = settings
-  return model, write
+  return model, lambda directory, spiece: model_directory.save(model, directory, spec, spiece)
+
+
+def _is_bio(labels: Sequence[str]) -> bool:
+  """Whether tags are a BIO scheme: "O" and B-/I- tags, at least one B-."""
+  return (any(t.startswith("B-") for t in labels) and
+          all(t == "O" or t[:2] in ("B-", "I-") for t in labels))
 
 
 def _convert_pretrained(weights: SourceWeights, report: Dict[str, Any]):
   """The pretraining model from the encoder (and LM bias); returns (model, writer)."""
   arrays = dict(weights.arrays)
+  if weights.kind == "huggingface" and names.LM_BIAS not in arrays:
+    # A task model's weights (converted with --task pretrained): no LM head.
+    arrays[names.LM_BIAS] = np.zeros([weights.config.n_token], np.float32)
+    report["absent"][names.LM_BIAS] = (
+        "not in the weights: a HuggingFace task model has no LM head. Set to zeros (the "
+        "LM head's logits are the products with the tied embedding, without a bias)")
   if weights.kind == "released":
     if names.MASK_EMB not in arrays:
       arrays[names.MASK_EMB] = original_mask_emb(weights.config.d_model)
@@ -397,34 +483,177 @@ def _convert_pretrained(weights: SourceWeights, report: Dict[str, Any]):
   return model, lambda directory, spiece: pretrained.save_pretrained(model, directory, spiece)
 
 
+# ---- the parity figure, the model card and the SavedModel ---------------------------------
+
+def _weight_parity(model, head: Optional[task_heads.Head],
+                   weights: SourceWeights) -> Dict[str, Any]:
+  """max |source array - converted variable| over every array the source gave (released
+  names; the pretraining-only ones the source lacks are not counted)."""
+  if head is None:
+    targets = names.released_variables(model)
+    sources = weights.arrays
+  else:
+    targets = {**names.encoder_variables(model.encoder),
+               **task_heads.head_variables(head, model)}
+    sources = {**weights.arrays, **{n: weights.heads[n] for n in head.names}}
+  diffs = [float(np.max(np.abs(targets[n].numpy().astype(np.float64) -
+                               np.asarray(sources[n], np.float64)), initial=0.0))
+           for n in targets if n in sources]
+  worst = max(diffs, default=0.0)
+  exact = " (bit-exact)" if worst == 0.0 else ""
+  return {"measured": True, "max_abs_diff": worst, "arrays": len(diffs),
+          "text": f"weights: max |source array - converted variable| {worst:.1e}{exact} over "
+                  f"the {len(diffs)} arrays of {weights.path}"}
+
+
+_CARD_TASK = {"pretrained": "pretrained", "classifier": "classification", "squad": "squad",
+              "race": "multiple_choice", "tagger": "token_classification",
+              "qa_simple": "squad (simple span head: start and end logits, no answer class)"}
+
+
+def _write_card(directory: str, report: Dict[str, Any], weights: SourceWeights, model,
+                head: Optional[task_heads.Head], architecture: Optional[str]) -> None:
+  kind = report["output_kind"]
+  task = _CARD_TASK[kind]
+  if head is not None and head.kind == "classifier" and head.is_regression:
+    task = "regression"
+  labels = (report.get("task_head") or {}).get("labels")
+  if weights.kind == "huggingface":
+    source = (f"HuggingFace directory {report['source']} ({architecture or 'no architectures'}"
+              f", {os.path.basename(weights.path)})")
+    licence = model_card.read_hf_licence(report["source"]) or "unknown: see the source"
+  else:
+    source = f"TF1 checkpoint {weights.path}"
+    licence = model_card.RELEASED_LICENCE
+  text = report["tokenizer"]
+  details = {"Text normalisation": f"uncased {text['uncased']}, keep_accents "
+                                   f"{text['keep_accents']} ({text['from']})",
+             "SentencePiece model": "spiece.model" if report["spiece_model"] else "none",
+             "Conversion report": REPORT_FILE}
+  if report.get("task_settings"):
+    details["Task settings"] = json.dumps(report["task_settings"])
+  if report.get("saved_model"):
+    details["SavedModel"] = report["saved_model"] + (
+        f" (its parity with this model: {report['saved_model_parity']})"
+        if report.get("saved_model_parity") else "")
+  if report["notes"]:
+    details["Notes"] = " | ".join(report["notes"])
+  title_source = "HuggingFace " + (architecture or "XLNet") if weights.kind == "huggingface" \
+      else "a TF1 checkpoint"
+  model_card.write(directory, title=f"XLNet {task.split(' ')[0]} model, converted from "
+                                    f"{title_source}",
+                   source=source, licence=licence, config=model.config.to_dict(), task=task,
+                   labels=list(labels) if labels else None,
+                   parity=report["parity"]["text"], details=details)
+
+
+def _card_parity(directory: str) -> Optional[str]:
+  """The parity line of DIRECTORY/README.md (the export's own card, if it wrote one)."""
+  path = os.path.join(directory, model_card.CARD_FILE)
+  if not os.path.isfile(path):
+    return None
+  with open(path, encoding="utf-8") as f:
+    for line in f:
+      if line.startswith("- **Parity**: "):
+        return line[len("- **Parity**: "):].strip()
+  return None
+
+
+def check_export_location(export: str, source: str, output: str) -> None:
+  """Raises, before any work, unless `export` (--saved_model) is a new or empty directory
+  outside `source` and `output` (and containing neither)."""
+  if not export:
+    raise ValueError("--saved_model: empty; expected the directory to write the SavedModel to")
+  for other, flag in ((source, "--source"), (output, "--output")):
+    relation = _overlap(other, export)
+    if relation:
+      raise ValueError(f"--saved_model {export} {relation} {flag} {other}; expected a "
+                       f"directory of its own, outside {flag}")
+  paths.check_output_dir(export, "--saved_model")
+  if os.path.lexists(export):
+    if os.path.islink(export) or not os.path.isdir(export) or os.listdir(export):
+      raise FileExistsError(f"--saved_model {export} exists and is not an empty directory; "
+                            f"expected a new (or empty) directory for the SavedModel")
+
+
+def _export(kind: str, model_dir: str, export_dir: str, text: Dict[str, Any],
+            max_seq_length: Optional[int]) -> None:
+  """The raw-text SavedModel of the model directory `model_dir` (see xlnet_tf/serving)."""
+  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.serving import encoder_export
+  from xlnet_tf.serving import export as classifier_export
+  from xlnet_tf.serving import race_export
+  from xlnet_tf.serving import squad_export
+  from xlnet_tf.serving import tagger_export
+  if kind == "classifier":
+    classifier_export.export_classifier(model_dir, export_dir)
+  elif kind == "tagger":
+    tagger_export.export_tagger(model_dir, export_dir)
+  elif kind == "race":
+    race_export.export_race(model_dir, export_dir, model_directory.load_race)
+  elif kind == "squad":
+    squad_export.export_squad(model_directory.load_squad(model_dir)[0], model_dir, export_dir)
+  elif kind == "qa_simple":
+    squad_export.export_qa_simple(model_dir, export_dir)
+  else:
+    encoder_export.export_encoder(model_dir, export_dir, max_seq_length or 128,
+                                  lower=text["uncased"], keep_accents=text["keep_accents"])
+
+
+def _text_settings(weights: SourceWeights, options: ConvertOptions) -> Dict[str, Any]:
+  """uncased and keep_accents: a HuggingFace directory's tokenizer_config.json (the flags
+  may only agree with it), else the flags."""
+  tokenizer = getattr(weights, "tokenizer", None) or {}
+  if not tokenizer.get("source"):
+    default = (" (HuggingFace's defaults: no tokenizer_config.json)"
+               if weights.kind == "huggingface" else "")
+    return {"uncased": options.uncased, "keep_accents": options.keep_accents,
+            "from": "--uncased/--keep_accents" + default}
+  for flag, field, key in (("--uncased", "do_lower_case", "uncased"),
+                           ("--keep_accents", "keep_accents", "keep_accents")):
+    if getattr(options, key) and not tokenizer[key]:
+      raise ValueError(f"{flag}: {tokenizer['source']} says {field} false; the tokenizer "
+                       f"settings of a HuggingFace directory come from that file")
+  return {"uncased": tokenizer["uncased"], "keep_accents": tokenizer["keep_accents"],
+          "from": tokenizer["source"]}
+
+
 def convert(source: str, output: str, overwrite: bool = False,
-            options: Optional[ConvertOptions] = None) -> dict:
+            options: Optional[ConvertOptions] = None,
+            saved_model: Optional[str] = None) -> dict:
   """Converts SRC into our layout in `output`, atomically. Returns the report it writes.
 
   `output` is checked first (`check_locations`); with `overwrite`, a previous conversion
   output is replaced only once the new one is complete. `options`: see `ConvertOptions`.
+  `saved_model`: also export the converted model as a raw-text SavedModel there (a new or
+  empty directory outside SRC and `output`, checked first; written from the complete model
+  directory under a temporary name, then renamed).
   """
   options = options or ConvertOptions()
   check_locations(source, output, overwrite)
+  if saved_model is not None:
+    check_export_location(saved_model, source, output)
   for path, flag in ((options.model_config_path, "--model_config_path"),
                      (options.spiece_model_file, "--spiece_model_file")):
     if path and not os.path.isfile(path):
       raise FileNotFoundError(f"{flag} {path}: no such file")
   weights = read_source(source, options.model_config_path)
-  head = None
+  head, architecture, head_notes = None, None, []
   if weights.kind == "huggingface":
-    if options.task in task_heads.TASKS:
-      raise ValueError(f"--task {options.task}: task heads are read from the original's TF1 "
-                       f"checkpoints; a HuggingFace directory converts to the pretrained "
-                       f"layout (--task=pretrained)")
+    if options.summary_type is not None:
+      raise ValueError(f"--summary_type {options.summary_type}: a HuggingFace directory's "
+                       f"summary comes from its config.json (summary_type)")
+    found = huggingface.identify_hf_head(weights, options.task, options.labels,
+                                         options.task_name)
+    head, architecture, head_notes = found.head, found.architecture, found.notes
   elif options.task in task_heads.TASKS or (
       options.task == "auto" and not any(n in weights.arrays for n in names.PRETRAINING_ONLY)):
     head = task_heads.identify_head(
         weights.heads, weights.config, weights.path,
         task="auto" if options.task == "auto" else options.task, task_name=options.task_name,
         summary_type=options.summary_type, labels=options.labels)
-  if head is not None and head.kind == "squad":
-    length = options.max_seq_length or DEFAULT_MAX_SEQ_LENGTH["squad"]
+  if head is not None and head.kind in ("squad", "qa_simple"):
+    length = options.max_seq_length or DEFAULT_MAX_SEQ_LENGTH[head.kind]
     if options.max_query_length + 3 >= length:
       raise ValueError(f"--max_seq_length {length} leaves no room for the paragraph after "
                        f"--max_query_length {options.max_query_length} and 3 special tokens")
@@ -432,14 +661,20 @@ def convert(source: str, output: str, overwrite: bool = False,
     unused = [flag for flag, value in (
         ("--task_name", options.task_name), ("--labels", options.labels),
         ("--summary_type", options.summary_type),
-        ("--max_seq_length", options.max_seq_length)) if value is not None]
+        ("--max_seq_length", None if saved_model else options.max_seq_length))
+              if value is not None]
     if unused:
       raise ValueError(f"{', '.join(unused)}: these describe a task head, but the "
                        f"conversion of {source} writes the pretrained layout (no head "
                        f"loaded; --task chooses one)")
+  text = _text_settings(weights, options)
 
   spiece = options.spiece_model_file or os.path.join(source, model_directory.SPIECE_FILE)
   spiece = spiece if os.path.isfile(spiece) else None
+  if saved_model is not None and spiece is None:
+    raise FileNotFoundError(f"--saved_model {saved_model}: the SavedModel needs the "
+                            f"SentencePiece model, and {source} has no "
+                            f"{model_directory.SPIECE_FILE}; pass --spiece_model_file")
   report = {
       "source": os.path.abspath(source), "source_kind": weights.kind,
       "source_file": os.path.abspath(weights.path),
@@ -447,33 +682,64 @@ def convert(source: str, output: str, overwrite: bool = False,
       "variables": len(weights.arrays),
       "skipped_task_head_variables": list(weights.skipped), "notes": list(weights.notes),
       "absent": {}, "spiece_model": spiece is not None,
+      "tokenizer": {k: text[k] for k in ("uncased", "keep_accents", "from")},
   }
+  if architecture:
+    report["architecture"] = architecture
   if head is None:
     model, write = _convert_pretrained(weights, report)
   else:
-    model, write = _convert_task(weights, head, options, report)
+    model, write = _convert_task(weights, head, options, report, text)
+    report["notes"].extend(head_notes)
     if spiece is None:
-      report["notes"].append("no spiece.model (the original's model_dir has none): pass "
-                             "--spiece_model_file, or give one to the export")
+      where = ("the original's model_dir has none" if weights.kind == "released" else
+               f"{source} has none")
+      report["notes"].append(f"no spiece.model ({where}): pass --spiece_model_file, or give "
+                             f"one to the export")
   report["parameters"] = int(model.count_params())
+  if weights.kind == "huggingface":
+    top_k = max(head.start_n_top or 0, head.end_n_top or 0) if head else 0
+    report["parity"] = huggingface.measure_parity(source, architecture, report["output_kind"],
+                                                  model, model.config, top_k)
+  else:
+    report["parity"] = _weight_parity(model, head, weights)
   parent, base = os.path.split(os.path.abspath(output))
   os.makedirs(parent, exist_ok=True)
   partial = os.path.join(parent, f".{base}.partial-{uuid.uuid4().hex[:12]}")
+  export_partial = None
   os.mkdir(partial)                 # a fresh name: never anything of the user's
   try:
     write(partial, spiece)
+    _write_card(partial, report, weights, model, head, architecture)   # read by the export
+    if saved_model is not None:
+      export_parent, export_base = os.path.split(os.path.abspath(saved_model))
+      os.makedirs(export_parent, exist_ok=True)
+      export_partial = os.path.join(export_parent,
+                                    f".{export_base}.partial-{uuid.uuid4().hex[:12]}")
+      _export(report["output_kind"], partial, export_partial, text, options.max_seq_length)
+      report["saved_model"] = os.path.abspath(saved_model)
+      export_parity = _card_parity(export_partial)
+      if export_parity:
+        report["saved_model_parity"] = export_parity
+      _write_card(partial, report, weights, model, head, architecture)
+      shutil.copyfile(os.path.join(partial, model_card.CARD_FILE),
+                      os.path.join(export_partial, model_card.CARD_FILE))
     with open(os.path.join(partial, REPORT_FILE), "w", encoding="utf-8") as f:
       json.dump(report, f, indent=2)
-    _replace_directory(partial, output)
+    replace_output(partial, output)
+    if export_partial is not None:
+      os.rename(export_partial, saved_model)     # replaces an empty directory
   except BaseException:
     shutil.rmtree(partial, ignore_errors=True)
+    if export_partial is not None:
+      shutil.rmtree(export_partial, ignore_errors=True)
     raise
   for name in report["skipped_task_head_variables"]:
     logging.warning("left out task-head variable %s (not part of the %s output)", name,
                     report["output_kind"])
   for name, what in report["absent"].items():
     logging.info("%s: %s", name, what)
-  logging.info("converted %s (%s, %d variables, %d parameters) to %s (%s)", source,
-               weights.kind, report["variables"], report["parameters"], output,
-               report["output_kind"])
+  logging.info("converted %s (%s, %d variables, %d parameters) to %s (%s); parity: %s",
+               source, weights.kind, report["variables"], report["parameters"], output,
+               report["output_kind"], report["parity"]["text"])
   return report

@@ -1,5 +1,8 @@
 """Command line: python -m xlnet_tf.convert --source SRC --output OUT [--overwrite] [options]
+              python -m xlnet_tf.convert --to huggingface --source MODEL_DIR --output HF_DIR
 
+  # a HuggingFace task model -> our model directory of its task + a raw-text SavedModel
+  python -m xlnet_tf.convert --source hf/xlnet-sst2 --output runs/sst2 --saved_model exports/sst2
   # a released pretrained model, or a HuggingFace directory -> the pretrained layout
   python -m xlnet_tf.convert --source xlnet_cased_L-24_H-1024_A-16 --output converted/large
   # the model_dir of the original's run_classifier.py -> a fine-tuned classifier directory
@@ -33,11 +36,20 @@ _OUTPUT = flags.DEFINE_string(
 _OVERWRITE = flags.DEFINE_bool(
     "overwrite", False, "Replace --output if it exists and is the output of a previous "
     "conversion (has conversion.json and only the files a conversion writes).")
+_TO = flags.DEFINE_enum(
+    "to", "xlnet_tf", ["xlnet_tf", "huggingface"],
+    "xlnet_tf: import --source (released, fine-tuned TF1 or HuggingFace) into our layout. "
+    "huggingface: export --source, one of our model directories (pretrained, classifier, "
+    "squad, qa_simple, race or tagger), as a HuggingFace transformers XLNet directory "
+    "(config.json, model.safetensors, spiece.model + tokenizer files, README.md; see "
+    "xlnet_tf.convert.to_huggingface).")
 _TASK = flags.DEFINE_enum(
     "task", "auto", ["auto", "pretrained", *task_heads.TASKS],
     "auto: a TF1 checkpoint without mask_emb and model/lm_loss/bias (written by the "
     "original's fine-tuning scripts) converts with its task head, if it has one; otherwise "
-    "the pretrained layout. pretrained: the encoder alone. classifier/squad/race: that head.")
+    "the pretrained layout; a HuggingFace task model converts with its head. pretrained: "
+    "the encoder alone. classifier/squad/race/tagger/qa_simple: that head (tagger and "
+    "qa_simple: HuggingFace's XLNetForTokenClassification, XLNetForQuestionAnsweringSimple).")
 _CONFIG = flags.DEFINE_string(
     "model_config_path", None, "xlnet_config.json, for a TF1 directory without one (the "
     "original's fine-tuning model_dir).")
@@ -56,7 +68,15 @@ _SUMMARY_TYPE = flags.DEFINE_enum(
 _MAX_SEQ_LENGTH = flags.DEFINE_integer(
     "max_seq_length", None, "The original's --max_seq_length (default: its default, 128 for "
     "run_classifier, 512 for run_squad and run_race).")
-_UNCASED = flags.DEFINE_bool("uncased", False, "The original's --uncased.")
+_UNCASED = flags.DEFINE_bool("uncased", False, "The original's --uncased (a HuggingFace "
+                              "directory: tokenizer_config.json's do_lower_case).")
+_KEEP_ACCENTS = flags.DEFINE_bool(
+    "keep_accents", False, "The text keeps its accents (a HuggingFace directory: "
+    "tokenizer_config.json's keep_accents).")
+_SAVED_MODEL = flags.DEFINE_string(
+    "saved_model", None, "Also export the converted model as a raw-text SavedModel into this "
+    "new (or empty) directory, outside --source and --output (xlnet_tf.serving; with the "
+    "model card README.md).")
 _MAX_QUERY_LENGTH = flags.DEFINE_integer("max_query_length", 64, "SQuAD: the original's flag.")
 _DOC_STRIDE = flags.DEFINE_integer("doc_stride", 128, "SQuAD: the original's flag.")
 _START_N_TOP = flags.DEFINE_integer("start_n_top", 5, "SQuAD: the original's flag.")
@@ -70,20 +90,52 @@ _NULL_THRESHOLD = flags.DEFINE_float(
 flags.mark_flags_as_required(["source", "output"])
 
 
+# The flags of an import (--to xlnet_tf); an export reads everything from --source.
+_IMPORT_ONLY = ("task", "model_config_path", "spiece_model_file", "task_name", "labels",
+                "summary_type", "max_seq_length", "uncased", "max_query_length", "doc_stride",
+                "start_n_top", "end_n_top", "version_2_with_negative",
+                "null_score_diff_threshold", "keep_accents", "saved_model")
+
+
+def export_main() -> None:
+  """--to huggingface: `to_huggingface.export_to_huggingface`, one line per outcome."""
+  from xlnet_tf.convert import to_huggingface  # pylint: disable=g-import-not-at-top
+  given = [f"--{name}" for name in _IMPORT_ONLY
+           if name in flags.FLAGS and flags.FLAGS[name].present]
+  try:
+    if given:
+      raise ValueError(f"{', '.join(given)}: these describe an import (--to xlnet_tf); "
+                       f"--to huggingface reads the model, its spec and spiece.model from "
+                       f"--source")
+    report = to_huggingface.export_to_huggingface(_SOURCE.value, _OUTPUT.value,
+                                                  overwrite=_OVERWRITE.value)
+  except (ValueError, OSError, ImportError, FloatingPointError) as e:
+    raise SystemExit(f"xlnet_tf.convert: {e}") from None
+  print(f"{report['source_model']} model directory {report['source']} -> {_OUTPUT.value}: "
+        f"HuggingFace {report['architecture']}, {report['tensors']} tensors, "
+        f"{report['parameters']:,} parameters; parity: {report['parity']}")
+  for note in report["notes"]:
+    print(f"  note: {note}")
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  if _TO.value == "huggingface":
+    export_main()
+    return
   try:
     options = ConvertOptions(
         task=_TASK.value, model_config_path=_CONFIG.value, spiece_model_file=_SPIECE.value,
         task_name=_TASK_NAME.value, labels=_LABELS.value, summary_type=_SUMMARY_TYPE.value,
         max_seq_length=_MAX_SEQ_LENGTH.value, uncased=_UNCASED.value,
+        keep_accents=_KEEP_ACCENTS.value,
         max_query_length=_MAX_QUERY_LENGTH.value, doc_stride=_DOC_STRIDE.value,
         start_n_top=_START_N_TOP.value, end_n_top=_END_N_TOP.value,
         version_2_with_negative=_VERSION_2.value,
         null_score_diff_threshold=_NULL_THRESHOLD.value)
     report = convert(_SOURCE.value, _OUTPUT.value, overwrite=_OVERWRITE.value,
-                     options=options)
+                     options=options, saved_model=_SAVED_MODEL.value)
   except (ValueError, OSError, ImportError) as e:
     raise SystemExit(f"xlnet_tf.convert: {e}") from None
   kind = report["output_kind"]
@@ -100,6 +152,9 @@ def main(argv):
     print(f"  absent: {name}: {meaning}")
   for note in report["notes"]:
     print(f"  note: {note}")
+  print(f"  parity: {report['parity']['text']}")
+  if report.get("saved_model"):
+    print(f"  SavedModel: {report['saved_model']}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,12 @@ name them (D = d_model, N = n_head, H = d_head, C = classes):
 is complete and that every shape fits the config; `build_task_model` builds our model for it
 and `load_task_model` assigns the encoder and the head by these names. Errors name the
 checkpoint, the variable and what was expected.
+
+HuggingFace task models (`huggingface.identify_hf_head`) come through the same path: their
+head tensors are renamed to these names where the original has the head (sequence
+classification, multiple choice, XLNetForQuestionAnswering), and to the names of our
+layers where it has none (kinds "tagger": `classifier/{kernel,bias}` of `XLNetTagger`;
+"qa_simple": `qa_outputs/{kernel,bias}` of `XLNetSimpleQA`).
 """
 
 import dataclasses
@@ -33,7 +39,10 @@ import numpy as np
 from xlnet_tf import released_names as names
 from xlnet_tf.configs import XLNetConfig
 
-TASKS = ("classifier", "squad", "race")
+TASKS = ("classifier", "squad", "race", "tagger", "qa_simple")
+# The heads only HuggingFace models have, by the names of our layers (see the docstring).
+TAGGER_HEAD = ("classifier/kernel", "classifier/bias")
+QA_SIMPLE_HEAD = ("qa_outputs/kernel", "qa_outputs/bias")
 SUMMARY_TYPES = ("last", "first", "mean", "attn")
 
 _LOGIT = re.compile(r"^model/(classification|regression)_(.+)/logit/(kernel|bias)$")
@@ -53,6 +62,10 @@ _DESCRIPTION = {
                   "model/regression_<task>/logit)",
     "squad": "SQuAD head (start_logits/, end_logits/, answer_class/)",
     "race": "RACE head (logits/dense)",
+    "tagger": "token classification head (HuggingFace's XLNetForTokenClassification; the "
+              "original has none)",
+    "qa_simple": "simple span QA head (HuggingFace's XLNetForQuestionAnsweringSimple; the "
+                 "original has none)",
 }
 
 
@@ -60,12 +73,19 @@ _DESCRIPTION = {
 class Head:
   """The task head found in a checkpoint.
 
-  kind: "classifier", "squad" or "race".
+  kind: one of `TASKS`.
   names: the released names of its variables (what is loaded).
   task_name: classifier: the <task> of model/classification_<task> (or regression_<task>).
   is_regression: classifier: a regression head (one score).
-  num_outputs: C, the logit layer's outputs (1 for regression, RACE and SQuAD).
-  summary_type, use_proj: classifier and RACE: the sequence summary.
+  num_outputs: C, the logit layer's outputs (1 for regression, RACE and SQuAD; the tags
+    of a tagger).
+  summary_type, use_proj: classifier and RACE: the sequence summary ("mean" is the
+    original's and HF's, over the padding too: our "mean_with_padding").
+  activation: classifier and RACE: the summary's activation (None: the released one).
+  labels: the label names in id order, when the source names them (HF's id2label).
+  answer_class_start: squad: what the answer class reads in training (`SquadHead`).
+  start_n_top, end_n_top: squad and qa_simple: the candidates the source searches (None:
+    the conversion's options).
   """
   kind: str
   names: Tuple[str, ...]
@@ -74,6 +94,11 @@ class Head:
   num_outputs: int = 1
   summary_type: Optional[str] = None
   use_proj: bool = False
+  activation: Optional[str] = None
+  labels: Optional[Tuple[str, ...]] = None
+  answer_class_start: str = "expected"
+  start_n_top: Optional[int] = None
+  end_n_top: Optional[int] = None
 
   @property
   def logit_scope(self) -> Optional[str]:
@@ -267,6 +292,13 @@ def expected_shapes(head: Head, config: XLNetConfig) -> Dict[str, Tuple[List[int
   elif head.kind == "race":
     shapes[names.RACE_HEAD[0]] = ([d, 1], f"[d_model, 1], {model}")
     shapes[names.RACE_HEAD[1]] = ([1], "[1]")
+  elif head.kind == "tagger":
+    c = head.num_outputs
+    shapes[TAGGER_HEAD[0]] = ([d, c], f"[d_model, tags], {model}")
+    shapes[TAGGER_HEAD[1]] = ([c], f"[tags]: the kernel has {c} outputs")
+  elif head.kind == "qa_simple":
+    shapes[QA_SIMPLE_HEAD[0]] = ([d, 2], f"[d_model, 2] (start, end), {model}")
+    shapes[QA_SIMPLE_HEAD[1]] = ([2], "[2] (start, end)")
   else:
     wide = ([2 * d, d], f"[2 * d_model, d_model], {model}")
     for name, shape in zip(names.SQUAD_HEAD, (
@@ -298,13 +330,28 @@ def build_task_model(head: Head, config: XLNetConfig, start_n_top: int = 5,
   # pylint: disable=g-import-not-at-top
   from xlnet_tf.models.xlnet_classifier import build_classifier
   from xlnet_tf.models.xlnet_multiple_choice import build_multiple_choice
+  from xlnet_tf.models.xlnet_simple_qa import build_simple_qa
   from xlnet_tf.models.xlnet_squad import build_squad_model
+  from xlnet_tf.models.xlnet_tagger import build_tagger
   if head.kind == "squad":
-    return build_squad_model(config, start_n_top, end_n_top)
+    return build_squad_model(config, start_n_top, end_n_top,
+                             answer_class_start=head.answer_class_start)
+  if head.kind == "qa_simple":
+    return build_simple_qa(config, start_n_top, end_n_top)
+  if head.kind == "tagger":
+    return build_tagger(config, head.num_outputs)
+  summary = dict(summary_type=our_summary_type(head.summary_type), use_proj=head.use_proj,
+                 summary_activation=head.activation)
   if head.kind == "race":
-    return build_multiple_choice(config, summary_type="last", use_proj=True)
-  return build_classifier(config, head.num_outputs, summary_type=head.summary_type,
-                          use_proj=head.use_proj, is_regression=head.is_regression)
+    return build_multiple_choice(config, **summary)
+  return build_classifier(config, head.num_outputs, is_regression=head.is_regression,
+                          **summary)
+
+
+def our_summary_type(summary_type: Optional[str]) -> Optional[str]:
+  """The `SequenceSummary` type of a head's summary: the original's (and HF's) "mean"
+  averages over the padding too, our "mean_with_padding"."""
+  return "mean_with_padding" if summary_type == "mean" else summary_type
 
 
 def head_variables(head: Head, model):
@@ -313,6 +360,10 @@ def head_variables(head: Head, model):
     return names.squad_head_variables(model)
   if head.kind == "race":
     return names.race_head_variables(model)
+  if head.kind == "tagger":
+    return dict(zip(TAGGER_HEAD, (model.classifier.kernel, model.classifier.bias)))
+  if head.kind == "qa_simple":
+    return dict(zip(QA_SIMPLE_HEAD, (model.qa_outputs.kernel, model.qa_outputs.bias)))
   return names.classifier_head_variables(model, head.task_name)
 
 

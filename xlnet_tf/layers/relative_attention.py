@@ -123,14 +123,14 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
               None if r_s_bias is None else r_s_bias[:, None, None], seg_embed)
 
     q_content = tf.einsum("btd,dnh->nbth", content, self.q_kernel)               # [N,B,T,H]
-    attended, content_probs = self._attend(q_content, key, value, position_key, biases,
+    attended, content_probs = self.attend(q_content, key, value, position_key, biases,
                                            content_segments, content_mask, training)
     content_out = self._project_and_normalize(attended, content, training)
 
     query_out = query_probs = None
     if query is not None:
       q_query = tf.einsum("bpd,dnh->nbph", query, self.q_kernel)                 # [N,B,P,H]
-      attended, query_probs = self._attend(
+      attended, query_probs = self.attend(
           q_query, key, value, position_key, biases, query_segments, query_mask, training,
           positions=query_positions, qlen=tf.shape(content)[1])
       attended = attended * tf.cast(query_valid, attended.dtype)[None, :, :, None]
@@ -141,12 +141,13 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
       return content_out, query_out, tuple(batch_major)
     return content_out, query_out
 
-  def _attend(self, q, key, value, position_key, biases, segments, mask, training,
+  def attend(self, q, key, value, position_key, biases, segments, mask, training,
               positions=None, qlen=None):
     """Attention of queries q [N, B, I, H] over the keys: ([N, B, I, H], probs [N, B, I, K]).
 
     For the query stream, `positions` [B, I] are the queries' positions in the current
-    segment of length `qlen`; otherwise the queries are positions 0..T-1.
+    segment of length `qlen`; otherwise the queries are positions 0..T-1. Public for
+    callers that keep projected keys and values themselves (`xlnet_tf.generation`).
     """
     r_w_bias, r_r_bias, r_s_bias, seg_embed = biases
     klen = tf.shape(key)[2]

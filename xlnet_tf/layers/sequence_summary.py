@@ -16,6 +16,28 @@ from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.layers.step_dropout import StepDropout
 
 SUMMARY_TYPES = ("last", "first", "mean", "mean_with_padding", "attn")
+# The activations the summary can end with ("gelu" is the tanh approximation, as in
+# `feed_forward.ACTIVATIONS`; "gelu_exact" the erf form; "linear" none).
+ACTIVATIONS = {
+    "tanh": tf.tanh,
+    "linear": tf.identity,
+    "relu": tf.nn.relu,
+    "gelu": lambda x: tf.nn.gelu(x, approximate=True),
+    "gelu_exact": lambda x: tf.nn.gelu(x, approximate=False),
+    "sigmoid": tf.sigmoid,
+    "silu": tf.nn.silu,
+}
+
+
+def resolve_activation(activation: Optional[str], use_proj: bool) -> str:
+  """The summary's activation: None is the released one (tanh on the projection, none
+  without it)."""
+  if activation is None:
+    return "tanh" if use_proj else "linear"
+  if activation not in ACTIVATIONS:
+    raise ValueError(f"summary activation must be one of {sorted(ACTIVATIONS)} or None, got "
+                     f"{activation!r}")
+  return activation
 
 
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
@@ -31,8 +53,10 @@ class SequenceSummary(tf_keras.layers.Layer):
            code's (and HuggingFace's) "mean", which depends on the amount of padding.
     attn   one learned query (`summary_bias` [D]) attends over the real tokens with
            n_head heads of size d_head (no residual, then LayerNorm), as released.
-  Then, with `use_proj`, Dense(D, tanh) named `summary` (released:
-  model/sequnece_summary/summary/{kernel,bias}), and dropout. As released, `attn` drops
+  Then, with `use_proj`, Dense(D) named `summary` (released:
+  model/sequnece_summary/summary/{kernel,bias}), the `activation` (one of `ACTIVATIONS`;
+  None: tanh with the projection and none without, as released; HuggingFace applies its
+  `summary_activation` with or without the projection), and dropout. As released, `attn` drops
   attention probabilities at `attention_dropout_rate` (dropatt) and its output at
   `dropout_rate`; None takes `dropout_rate` for both (layers saved before the distinction).
   """
@@ -40,12 +64,14 @@ class SequenceSummary(tf_keras.layers.Layer):
   def __init__(self, summary_type: str = "last", use_proj: bool = True,
                dropout_rate: float = 0.0, num_heads: int = 1, head_size: int = 64,
                initializer_range: float = 0.02, layer_norm_epsilon: float = 1e-12,
-               attention_dropout_rate: Optional[float] = None, **kwargs):
+               attention_dropout_rate: Optional[float] = None,
+               activation: Optional[str] = None, **kwargs):
     super().__init__(**kwargs)
     if summary_type not in SUMMARY_TYPES:
       raise ValueError(f"summary_type must be one of {SUMMARY_TYPES}, got {summary_type!r}")
     self.summary_type = summary_type
     self.use_proj = use_proj
+    self.activation = resolve_activation(activation, use_proj)
     self.dropout_rate = dropout_rate
     self.attention_dropout_rate = (dropout_rate if attention_dropout_rate is None
                                    else attention_dropout_rate)
@@ -68,8 +94,7 @@ class SequenceSummary(tf_keras.layers.Layer):
           epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="LayerNorm")
       build_in_scope(self.attn_layer_norm, [None, d_model])
     if self.use_proj:
-      self.summary = tf_keras.layers.Dense(d_model, activation="tanh",
-                                           kernel_initializer=init(),
+      self.summary = tf_keras.layers.Dense(d_model, kernel_initializer=init(),
                                            dtype=self.dtype_policy, name="summary")
       build_in_scope(self.summary, [None, d_model])
     self.dropout = StepDropout(self.dropout_rate)
@@ -92,7 +117,8 @@ class SequenceSummary(tf_keras.layers.Layer):
     else:
       summary = self._attend(hidden, input_mask, training)
     if self.use_proj:
-      summary = self.summary(summary)
+      summary = self.summary(summary)                                     # [B, D]
+    summary = ACTIVATIONS[self.activation](summary)
     return self.dropout(summary, training=training)
 
   def _attend(self, hidden, input_mask, training):
@@ -114,5 +140,6 @@ class SequenceSummary(tf_keras.layers.Layer):
                   dropout_rate=self.dropout_rate, num_heads=self.num_heads,
                   head_size=self.head_size, initializer_range=self.initializer_range,
                   layer_norm_epsilon=self.layer_norm_epsilon,
-                  attention_dropout_rate=self.attention_dropout_rate)
+                  attention_dropout_rate=self.attention_dropout_rate,
+                  activation=self.activation)
     return config

@@ -8,7 +8,7 @@ Released fine-tuned checkpoints name the head `model/sequnece_summary/summary/{k
 `regression_<task>`); `released_head_variables` maps those names to our variables.
 """
 
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -29,12 +29,14 @@ class XLNetClassifier(EncoderModel):
     encoder: an `XLNetEncoder` (memory off for fine-tuning: mem_len 0).
     num_classes: C; 1 for regression (then also `score` [B] = logits[:, 0]).
     summary_type, use_proj: see `SequenceSummary`; dropout_rate: on the summary.
+    summary_activation: the summary's activation (`SequenceSummary`'s `activation`; None:
+      the released tanh on the projection, none without it).
   Returns from call: {"logits": [B, C]} (+ "score" [B] for regression).
   """
 
   def __init__(self, encoder: XLNetEncoder, num_classes: int, summary_type: str = "last",
                use_proj: bool = True, dropout_rate: float = 0.1, is_regression: bool = False,
-               **kwargs):
+               summary_activation: Optional[str] = None, **kwargs):
     super().__init__(**kwargs)
     self.encoder = encoder
     self.num_classes = num_classes
@@ -42,12 +44,13 @@ class XLNetClassifier(EncoderModel):
     self.use_proj = use_proj
     self.dropout_rate = dropout_rate
     self.is_regression = is_regression
+    self.summary_activation = summary_activation
     c = encoder.config
     self.sequence_summary = SequenceSummary(
         summary_type, use_proj=use_proj, dropout_rate=dropout_rate, num_heads=c.n_head,
         head_size=c.d_head, initializer_range=c.initializer_range,
         layer_norm_epsilon=c.layer_norm_eps, attention_dropout_rate=c.dropatt,
-        name="sequnece_summary")
+        activation=summary_activation, name="sequnece_summary")
     self.logit = tf_keras.layers.Dense(
         num_classes, kernel_initializer=normal_initializer(c.initializer_range),
         name="logit")
@@ -73,7 +76,8 @@ class XLNetClassifier(EncoderModel):
     return {"encoder": tf_keras.layers.serialize(self.encoder),
             "num_classes": self.num_classes, "summary_type": self.summary_type,
             "use_proj": self.use_proj, "dropout_rate": self.dropout_rate,
-            "is_regression": self.is_regression, "name": self.name}
+            "is_regression": self.is_regression,
+            "summary_activation": self.summary_activation, "name": self.name}
 
 
 def build_classifier(config: XLNetConfig, num_classes: int, **kwargs) -> XLNetClassifier:

@@ -16,7 +16,7 @@ MODEL_DIR/final written before this class existed load into it, and its checkpoi
 into a 1-class classifier.
 """
 
-from typing import Any, Dict, Mapping, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import tensorflow as tf
 import tf_keras
@@ -52,8 +52,9 @@ class XLNetMultipleChoice(XLNetClassifier):
 
   Args:
     encoder: an `XLNetEncoder` (memory off for fine-tuning: mem_len 0).
-    summary_type, use_proj, dropout_rate: the classifier's (see `XLNetClassifier`); the
-      original's RACE model is summary_type "last" with the projection.
+    summary_type, use_proj, dropout_rate, summary_activation: the classifier's (see
+      `XLNetClassifier`); the original's RACE model is summary_type "last" with the
+      projection (and its tanh).
   Call with input_ids int [B, C, T], segment_ids int [B, C, T] and input_mask float
   [B, C, T] (1 at padding); the options' number C may vary from call to call. Returns
   {"logits": float32 [B, C]}.
@@ -66,9 +67,11 @@ class XLNetMultipleChoice(XLNetClassifier):
   """
 
   def __init__(self, encoder: XLNetEncoder, summary_type: str = "last",
-               use_proj: bool = True, dropout_rate: float = 0.1, **kwargs):
+               use_proj: bool = True, dropout_rate: float = 0.1,
+               summary_activation: Optional[str] = None, **kwargs):
     super().__init__(encoder, 1, summary_type=summary_type, use_proj=use_proj,
-                     dropout_rate=dropout_rate, is_regression=False, **kwargs)
+                     dropout_rate=dropout_rate, is_regression=False,
+                     summary_activation=summary_activation, **kwargs)
 
   def call(self, inputs: Mapping[str, Any], training=None) -> Dict[str, tf.Tensor]:
     rows, num_options = flatten_options(inputs)                             # [B*C, T]
@@ -93,10 +96,13 @@ def multiple_choice_loss(outputs: Mapping[str, tf.Tensor], batch: Mapping[str, t
 
 def build_multiple_choice(config: XLNetConfig, dropout_rate: float = 0.1,
                           summary_type: str = "last",
-                          use_proj: bool = True) -> XLNetMultipleChoice:
+                          use_proj: bool = True,
+                          summary_activation: Optional[str] = None) -> XLNetMultipleChoice:
   """A multiple choice model for `config` with every weight created (random)."""
   model = XLNetMultipleChoice(XLNetEncoder(config, name="transformer"),
                               summary_type=summary_type, use_proj=use_proj,
-                              dropout_rate=dropout_rate, name="xlnet_multiple_choice")
+                              dropout_rate=dropout_rate,
+                              summary_activation=summary_activation,
+                              name="xlnet_multiple_choice")
   model.build()
   return model

@@ -18,8 +18,8 @@ import os
 import tensorflow as tf
 
 from xlnet_tf import model_directory
-from xlnet_tf import paths
 from xlnet_tf import pretrained
+from xlnet_tf.serving import export_card
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
@@ -28,11 +28,13 @@ from xlnet_tf.serving.text_encoder import check_shapes
 class EncoderServing(tf.Module):
   """The encoder of a pretrained model with the text encoder."""
 
-  def __init__(self, encoder, spiece_model: str, max_seq_length: int, lower: bool = False):
+  def __init__(self, encoder, spiece_model: str, max_seq_length: int, lower: bool = False,
+               keep_accents: bool = False):
     super().__init__(name="xlnet_encoder_serving")
     self.encoder = encoder
     self.max_seq_length = max_seq_length
-    self.text_encoder = XLNetTextEncoder(spiece_model, lower=lower)
+    self.text_encoder = XLNetTextEncoder(spiece_model, lower=lower,
+                                         keep_accents=keep_accents)
 
   def serve_text(self, text):
     checked = check_shapes("serving_default", {"text": (text, [None], TEXTS)})
@@ -50,16 +52,17 @@ class EncoderServing(tf.Module):
 
 
 def export_encoder(model_dir: str, export_dir: str, max_seq_length: int = 128,
-                   lower: bool = False) -> str:
+                   lower: bool = False, keep_accents: bool = False) -> str:
   """Exports the encoder of the pretrained model directory `model_dir` (with its
-  spiece.model); returns export_dir."""
-  paths.check_output_dir(export_dir, "--export_dir")
+  spiece.model); `lower` and `keep_accents` are the text normalisation of the model
+  (uncased; accents kept). Returns export_dir."""
+  export_card.check_export_dir(export_dir)
   spiece_model = os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not tf.io.gfile.exists(spiece_model):
     raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "
                             f"SavedModel is missing")
   model = pretrained.load_pretrained(model_dir, mem_len=0, reuse_len=0, bi_data=False,
                                      dropout=0.0, dropatt=0.0)
-  module = EncoderServing(model.encoder, spiece_model, max_seq_length, lower)
-  tf.saved_model.save(module, export_dir, signatures=module.signatures())
-  return export_dir
+  module = EncoderServing(model.encoder, spiece_model, max_seq_length, lower, keep_accents)
+  return export_card.save(module, export_dir, model_dir, model,
+                          export_card.encoder_card(module))

@@ -24,10 +24,10 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import tensorflow as tf
 
 from xlnet_tf import model_directory
-from xlnet_tf import paths
 from xlnet_tf.data import classifier_tasks
 from xlnet_tf.model_directory import ClassifierSpec
 from xlnet_tf.model_directory import load_classifier
+from xlnet_tf.serving import export_card
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
@@ -42,7 +42,8 @@ class ClassifierServing(tf.Module):
     self.model = model
     self.spec = spec
     self.pair = pair
-    self.text_encoder = XLNetTextEncoder(spiece_model, lower=spec.uncased)
+    self.text_encoder = XLNetTextEncoder(spiece_model, lower=spec.uncased,
+                                         keep_accents=spec.keep_accents)
     self.label_names = tf.constant(list(spec.labels) if spec.labels else [""])
 
   def outputs(self, features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
@@ -110,28 +111,32 @@ def export_classifier(model_dir: str, export_dir: str, pair: Optional[bool] = No
         model, spec, spiece,
         pair=classifier_tasks.is_pair_task(spec.task_name) if pair is None else pair)
   return export_model_dir(model_dir, export_dir, load_classifier, serving, spiece_model,
-                          spiece_hint="--spiece_model_file")
+                          spiece_hint="--spiece_model_file", card=export_card.classifier_card)
 
 
 def export_model_dir(model_dir: str, export_dir: str,
                      load: Callable[[str], Tuple[Any, Any]],
                      serving: Callable[[Any, Any, str], tf.Module],
                      spiece_model: Optional[str] = None,
-                     spiece_hint: str = "spiece_model") -> str:
+                     spiece_hint: str = "spiece_model",
+                     card: Optional[Callable[[tf.Module], export_card.ExportCard]] = None
+                     ) -> str:
   """Exports a fine-tuned model's directory as a SavedModel; returns export_dir.
 
-  `export_dir` is checked first (`paths.check_output_dir`: a file, under a file, not
-  writable), then `load(model_dir)` gives (model, spec) and `serving(model, spec,
-  spiece_model)` the module whose `signatures()` are saved. `spiece_model` defaults to
+  `export_dir` is checked first (`export_card.check_export_dir`: a file, under a file,
+  not writable, not empty), then `load(model_dir)` gives (model, spec) and
+  `serving(model, spec, spiece_model)` the module whose `signatures()` are saved. `spiece_model` defaults to
   `model_dir/spiece.model`; a missing one raises FileNotFoundError (`spiece_hint` names
-  how to pass another).
+  how to pass another). `card(module)` describes the export for its model card
+  (`export_card.write`: README.md beside the SavedModel, with the parity measured on the
+  reloaded SavedModel).
   """
-  paths.check_output_dir(export_dir, "--export_dir")
+  export_card.check_export_dir(export_dir)
   model, spec = load(model_dir)
   spiece_model = spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not tf.io.gfile.exists(spiece_model):
     raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "
                             f"SavedModel is missing (pass {spiece_hint})")
   module = serving(model, spec, spiece_model)
-  tf.saved_model.save(module, export_dir, signatures=module.signatures())
-  return export_dir
+  return export_card.save(module, export_dir, model_dir, model,
+                          None if card is None else card(module))

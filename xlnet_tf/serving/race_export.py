@@ -38,9 +38,9 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import tensorflow as tf
 
 from xlnet_tf import model_directory
-from xlnet_tf import paths
 from xlnet_tf.data.race import ANSWERS
 from xlnet_tf.data.race import NUM_OPTIONS
+from xlnet_tf.serving import export_card
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
@@ -119,7 +119,7 @@ class RaceServing(tf.Module):
   """The exported module: the multiple choice model and the text encoder."""
 
   def __init__(self, model, spiece_model: str, max_seq_length: int, max_qa_length: int,
-               uncased: bool = False):
+               uncased: bool = False, keep_accents: bool = False):
     super().__init__(name="xlnet_race_serving")
     if int(max_qa_length) < 1 or int(max_seq_length) < 3:
       raise ValueError(f"max_qa_length must be >= 1 and max_seq_length >= 3, got "
@@ -127,7 +127,8 @@ class RaceServing(tf.Module):
     self.model = model
     self.max_seq_length = int(max_seq_length)
     self.max_qa_length = int(max_qa_length)
-    self.text_encoder = XLNetTextEncoder(spiece_model, lower=uncased)
+    self.text_encoder = XLNetTextEncoder(spiece_model, lower=uncased,
+                                         keep_accents=keep_accents)
     self.letters = tf.constant(list(ANSWERS))
 
   def features(self, article, question, options) -> Dict[str, tf.Tensor]:
@@ -179,13 +180,13 @@ def export_race(model_dir: str, export_dir: str, load: Callable[[str], Tuple[Any
   """Exports the fine-tuned RACE model directory `model_dir` as a SavedModel; returns
   export_dir.
 
-  `export_dir` is checked first (`paths.check_output_dir`: a file, under a file, not
-  writable), then `load(model_dir)` gives (model, spec): the `XLNetMultipleChoice` and
-  the directory's settings (race.json's values, a mapping or an object with
-  max_seq_length, max_qa_length, uncased). `spiece_model` defaults to
+  `export_dir` is checked first (`export_card.check_export_dir`: a file, under a file,
+  not writable, not empty), then `load(model_dir)` gives (model, spec): the
+  `XLNetMultipleChoice` and the directory's settings (race.json's values, a mapping or an object with
+  max_seq_length, max_qa_length, uncased, keep_accents). `spiece_model` defaults to
   `model_dir/spiece.model`; a missing one raises FileNotFoundError.
   """
-  paths.check_output_dir(export_dir, "--export_dir")
+  export_card.check_export_dir(export_dir)
   model, spec = load(model_dir)
   spiece_model = spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not tf.io.gfile.exists(spiece_model):
@@ -193,6 +194,7 @@ def export_race(model_dir: str, export_dir: str, load: Callable[[str], Tuple[Any
                             f"SavedModel is missing")
   module = RaceServing(model, spiece_model, _setting(spec, "max_seq_length"),
                        _setting(spec, "max_qa_length"),
-                       uncased=bool(_setting(spec, "uncased", False)))
-  tf.saved_model.save(module, export_dir, signatures=module.signatures())
-  return export_dir
+                       uncased=bool(_setting(spec, "uncased", False)),
+                       keep_accents=bool(_setting(spec, "keep_accents", False)))
+  return export_card.save(module, export_dir, model_dir, model,
+                          export_card.race_card(module))

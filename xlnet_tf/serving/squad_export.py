@@ -35,7 +35,7 @@ from typing import Dict, Optional
 import tensorflow as tf
 
 from xlnet_tf import model_directory
-from xlnet_tf import paths
+from xlnet_tf.serving import export_card
 from xlnet_tf.serving import squad_text
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
@@ -80,11 +80,13 @@ class SquadServing(tf.Module):
 
   def __init__(self, model, spiece_model: str, max_seq_length: int,
                max_query_length: int = 64, max_answer_length: int = 64,
-               uncased: bool = False, null_score_diff_threshold: Optional[float] = None):
+               uncased: bool = False, null_score_diff_threshold: Optional[float] = None,
+               keep_accents: bool = False):
     """`null_score_diff_threshold` None: a v1.1 model (no is_impossible output)."""
     super().__init__(name="xlnet_squad_serving")
     self.model = model
-    self.text_encoder = XLNetTextEncoder(spiece_model, lower=uncased)
+    self.text_encoder = XLNetTextEncoder(spiece_model, lower=uncased,
+                                         keep_accents=keep_accents)
     self.max_seq_length = int(max_seq_length)
     self.max_query_length = int(max_query_length)
     self.max_answer_length = int(max_answer_length)
@@ -135,7 +137,7 @@ def export_squad(model, model_dir: str, export_dir: str,
   recorded threshold of a v2.0 model (default 0.0 when none was recorded). `export_dir` is
   checked first (a file, under a file, not writable: an error naming --export_dir).
   """
-  paths.check_output_dir(export_dir, "--export_dir")
+  export_card.check_export_dir(export_dir)
   settings_path = os.path.join(model_dir, model_directory.SQUAD_FILE)
   spiece_model = os.path.join(model_dir, model_directory.SPIECE_FILE)
   for path in (settings_path, spiece_model):
@@ -152,6 +154,25 @@ def export_squad(model, model_dir: str, export_dir: str,
   module = SquadServing(model, spiece_model, settings["max_seq_length"],
                         settings["max_query_length"], max_answer_length,
                         uncased=settings.get("uncased", False),
-                        null_score_diff_threshold=threshold)
-  tf.saved_model.save(module, export_dir, signatures=module.signatures())
-  return export_dir
+                        null_score_diff_threshold=threshold,
+                        keep_accents=settings.get("keep_accents", False))
+  return export_card.save(module, export_dir, model_dir, model,
+                          export_card.squad_card(module))
+
+
+def export_qa_simple(model_dir: str, export_dir: str, max_answer_length: int = 64) -> str:
+  """Exports a simple span QA model directory (`model_directory.load_qa_simple`, imported
+  from HuggingFace's XLNetForQuestionAnsweringSimple) with the signature above, v1.1 (no
+  answer class, so no is_impossible): the best of its start_n_top x end_n_top spans.
+  Returns export_dir."""
+  export_card.check_export_dir(export_dir)
+  model, spec = model_directory.load_qa_simple(model_dir)
+  spiece_model = os.path.join(model_dir, model_directory.SPIECE_FILE)
+  if not tf.io.gfile.exists(spiece_model):
+    raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "
+                            f"SavedModel is missing")
+  module = SquadServing(model, spiece_model, spec.max_seq_length, spec.max_query_length,
+                        max_answer_length, uncased=spec.uncased,
+                        keep_accents=spec.keep_accents)
+  return export_card.save(module, export_dir, model_dir, model,
+                          export_card.squad_card(module))

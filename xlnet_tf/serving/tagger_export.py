@@ -31,6 +31,7 @@ import tensorflow as tf
 from xlnet_tf.data import tokenization
 from xlnet_tf.model_directory import TaggerSpec
 from xlnet_tf.model_directory import load_tagger
+from xlnet_tf.serving import export_card
 from xlnet_tf.serving.export import export_model_dir
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
@@ -64,7 +65,8 @@ class TaggerServing(tf.Module):
     super().__init__(name="xlnet_tagger_serving")
     self.model = model
     self.spec = spec
-    self.text_encoder = XLNetTextEncoder(spiece_model, lower=spec.uncased)
+    self.text_encoder = XLNetTextEncoder(spiece_model, lower=spec.uncased,
+                                         keep_accents=spec.keep_accents)
     self.tag_names = tf.constant(list(spec.labels))
     _space_class()  # fail early, not while tracing
 
@@ -132,4 +134,4 @@ def export_tagger(model_dir: str, export_dir: str,
       cannot be written (checked before the model is loaded).
   """
   return export_model_dir(model_dir, export_dir, load_tagger, TaggerServing, spiece_model,
-                          spiece_hint="spiece_model")
+                          spiece_hint="spiece_model", card=export_card.tagger_card)

@@ -27,6 +27,7 @@ import tensorflow as tf
 import tf_keras
 
 from xlnet_tf import model_directory
+from xlnet_tf import presets
 from xlnet_tf import pretrained
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
@@ -91,6 +92,14 @@ def data_config(split: str, is_training: bool, batch_size: int,
       drop_remainder=is_training))
 
 
+def init_dir(init_checkpoint: str) -> str:
+  """`init_checkpoint` itself, or the cached model directory of the preset it names."""
+  if (init_checkpoint and not tf.io.gfile.isdir(init_checkpoint) and
+      init_checkpoint in presets.preset_names()):
+    return presets.model_dir(init_checkpoint)
+  return init_checkpoint
+
+
 class XLNetTask(base_task.Task):
   """The shared part of the XLNet tasks (see the module docstring for what a subclass
   gives). `task_config` has `model` (XLNetModelConfig), `init_checkpoint`, `train_data`,
@@ -110,7 +119,7 @@ class XLNetTask(base_task.Task):
     given = {k: getattr(params.model, k) for k in RELEASED_KEYS
              if getattr(params.model, k) is not None}
     if params.init_checkpoint:
-      config_file = os.path.join(params.init_checkpoint, model_directory.CONFIG_FILE)
+      config_file = os.path.join(self.init_dir(), model_directory.CONFIG_FILE)
       if not tf.io.gfile.exists(config_file):
         raise ValueError(f"task.init_checkpoint: {config_file} does not exist (expected a "
                          f"pretrained model directory, e.g. from xlnet_tf.convert)")
@@ -130,10 +139,15 @@ class XLNetTask(base_task.Task):
       config = XLNetConfig(**given)
     return finetuning.finetune_config(config, params.model.dropout, params.model.dropatt)
 
+  def init_dir(self) -> str:
+    """`task.init_checkpoint` as a directory: a preset name ("xlnet_base_cased", see
+    `xlnet_tf.presets`) is its cached model, downloaded and converted on first use."""
+    return init_dir(self.task_config.init_checkpoint)
+
   def initialize(self, model: tf_keras.Model) -> None:
     """Warm start: the encoder's weights from `init_checkpoint` (the head stays random)."""
     if self.task_config.init_checkpoint:
-      pretrained.restore_encoder(model.encoder, self.task_config.init_checkpoint)
+      pretrained.restore_encoder(model.encoder, self.init_dir())
 
   def spiece_model(self, data: Optional[TaskDataConfig] = None) -> str:
     """The SentencePiece model of `data` (default: the training data's)."""
@@ -141,7 +155,7 @@ class XLNetTask(base_task.Task):
     if data.spiece_model:
       return data.spiece_model
     if self.task_config.init_checkpoint:
-      return os.path.join(self.task_config.init_checkpoint, model_directory.SPIECE_FILE)
+      return os.path.join(self.init_dir(), model_directory.SPIECE_FILE)
     raise ValueError(f"task.{data_name(data)}.spiece_model must be set when "
                      f"task.init_checkpoint is empty")
 

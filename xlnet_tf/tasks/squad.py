@@ -98,7 +98,7 @@ def _optimization():
 class SquadConfig(cfg.TaskConfig):
   """SQuAD v1.1 / v2.0 (the released run_squad.py's settings and defaults).
 
-  init_checkpoint: a pretrained model directory (xlnet_config.json, model.ckpt,
+  init_checkpoint: a pretrained model directory or preset name (xlnet_config.json, model.ckpt,
     spiece.model), e.g. from `xlnet_tf.convert`; "" for a random model.
   train_file, predict_file: SQuAD JSON files (the predict file is the validation data;
     with answers it is scored).

@@ -56,7 +56,7 @@ class TaggingDataConfig(base.TaskDataConfig):
 class TaggingConfig(cfg.TaskConfig):
   """Part-of-speech tagging of the Brown corpus (`data.brown`).
 
-  init_checkpoint: a pretrained model directory (xlnet_config.json, model.ckpt,
+  init_checkpoint: a pretrained model directory or preset name (xlnet_config.json, model.ckpt,
     spiece.model), e.g. from `xlnet_tf.convert`; "" for a random model.
   data_dir: a Brown corpus directory (files ca01 ... and cats.txt, e.g. NLTK's
     corpora/brown); "" for the bundled subset (data_prep/sample_data/brown).

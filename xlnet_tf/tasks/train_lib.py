@@ -113,7 +113,7 @@ def finetune_options(params, model_dir, stop_at_step=None) -> finetuning.Finetun
       steps_per_loop=params.trainer.steps_per_loop,
       save_steps=params.trainer.checkpoint_interval,
       max_checkpoints=params.trainer.max_to_keep,
-      init_checkpoint=params.task.init_checkpoint or None,
+      init_checkpoint=base.init_dir(params.task.init_checkpoint) or None,
       **params.task.optimization.as_dict())
 
 
@@ -124,7 +124,7 @@ def _pretrain_options(params, model_dir, stop_at_step=None) -> pretraining.Pretr
       steps_per_loop=params.trainer.steps_per_loop,
       save_steps=params.trainer.checkpoint_interval,
       max_checkpoints=params.trainer.max_to_keep,
-      init_checkpoint=params.task.init_checkpoint or None,
+      init_checkpoint=base.init_dir(params.task.init_checkpoint) or None,
       final_dir=os.path.join(model_dir, FINAL_DIR), **params.task.optimization.as_dict())
 
 

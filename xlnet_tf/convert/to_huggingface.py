@@ -1,0 +1,666 @@
+"""Export of our model directories to HuggingFace transformers' XLNet layout.
+
+  python -m xlnet_tf.convert --to huggingface --source MODEL_DIR --output HF_DIR
+
+MODEL_DIR is one of our model directories (`xlnet_tf.model_directory`); what it holds
+chooses the HuggingFace class written into config.json's `architectures`:
+
+  xlnet_config.json + model.ckpt            XLNetLMHeadModel (AutoModelForCausalLM)
+  ... + classifier.json                     XLNetForSequenceClassification (classification
+                                              and regression; AutoModelForSequenceClassification)
+  ... + squad.json                          XLNetForQuestionAnswering (the start/end/answer-class
+                                              head; AutoModelForQuestionAnswering maps to the
+                                              simpler XLNetForQuestionAnsweringSimple, so load
+                                              it with XLNetForQuestionAnswering itself)
+  ... + qa_simple.json                      XLNetForQuestionAnsweringSimple (one Dense(2) for
+                                              start and end; AutoModelForQuestionAnswering)
+  ... + race.json                           XLNetForMultipleChoice (AutoModelForMultipleChoice)
+  ... + tagger.json                         XLNetForTokenClassification
+                                              (AutoModelForTokenClassification)
+
+HF_DIR receives config.json, model.safetensors, and when MODEL_DIR has a spiece.model, that
+file with tokenizer_config.json and special_tokens_map.json (the XLNetTokenizer settings:
+do_lower_case from the spec's `uncased`, keep_accents, the special pieces); README.md (the
+model card, YAML front matter for the Hub: licence, library, tags) and conversion.json (what
+was done). The tensors, by our released names (`xlnet_tf.released_names`):
+
+  model/transformer/word_embedding/lookup_table   transformer.word_embedding.weight
+  model/transformer/mask_emb/mask_emb             transformer.mask_emb
+  model/transformer/r_{w,r,s}_bias [L, N, H]      transformer.layer.{i}.rel_attn.r_{w,r,s}_bias
+                                                    [N, H] each (one [N, H] when untie_r is
+                                                    false: the same values in every layer)
+  model/transformer/seg_embed [L, 2, N, H]        transformer.layer.{i}.rel_attn.seg_embed
+  layer_{i}/rel_attn/{q,k,v,o,r}/kernel [D, N, H] transformer.layer.{i}.rel_attn.{q,k,v,o,r}
+  layer_{i}/{rel_attn,ff}/LayerNorm/{gamma,beta}  ....{rel_attn,ff}.layer_norm.{weight,bias}
+  layer_{i}/ff/layer_{1,2}/{kernel,bias}          ....ff.layer_{1,2}.{weight (transposed:
+                                                    torch Linear is [out, in]), bias}
+  model/lm_loss/bias                              lm_loss.bias (lm_loss.weight is tied to the
+                                                    word embedding: not written, as HF's own
+                                                    save_pretrained leaves it out)
+and the task heads (every Dense kernel transposed to [out, in]):
+  classifier  sequence_summary.summary.{weight,bias} (with the projection), logits_proj.*
+  race        the same, logits_proj with one output
+  tagger      classifier.{weight,bias}
+  qa_simple   qa_outputs.{weight,bias}
+  squad       start_logits.dense.*, end_logits.dense_0.*, end_logits.LayerNorm.*,
+              end_logits.dense_1.*, answer_class.dense_0.*, answer_class.dense_1.weight
+
+Our summary types "last", "first" and "mean_with_padding" are HF's "last", "first" and
+"mean"; our "mean" (over the real tokens only) and "attn" have no HF equivalent and refuse.
+The summary's activation is HF's `summary_activation` (our "gelu", the tanh approximation,
+is HF's "gelu_new"; our "gelu_exact" HF's "gelu"; "linear" is none).
+
+The output is checked before any work: it must not exist or be an empty directory (with
+`overwrite`, a previous export may be replaced), and must not be, contain or lie inside the
+source. It is written as `<output>.partial-<id>` and renamed when complete; the source is
+only read. A weight holding NaN or an infinity refuses the export. With PyTorch and
+transformers installed, the written directory is loaded with transformers (any missing or
+unexpected tensor is an error) and its outputs on a small probe batch are compared with
+ours: the card records the largest difference.
+"""
+
+import json
+import os
+import shutil
+from typing import Any, Dict, List, Optional, Tuple
+import uuid
+
+from absl import logging
+import numpy as np
+
+from xlnet_tf import model_card
+from xlnet_tf import model_directory
+from xlnet_tf import released_names as names
+from xlnet_tf import convert
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.convert import huggingface
+
+CONFIG_FILE = huggingface.CONFIG_FILE
+WEIGHTS_FILE = "model.safetensors"
+assert WEIGHTS_FILE in huggingface.WEIGHT_FILES
+TOKENIZER_CONFIG_FILE = huggingface.TOKENIZER_CONFIG_FILE
+SPECIAL_TOKENS_FILE = "special_tokens_map.json"
+REPORT_FILE = "conversion.json"          # as an import's (xlnet_tf.convert.REPORT_FILE)
+# Everything an export writes (a previous export holds nothing else).
+EXPORT_FILES = (CONFIG_FILE, WEIGHTS_FILE, model_directory.SPIECE_FILE, TOKENIZER_CONFIG_FILE,
+                SPECIAL_TOKENS_FILE, model_card.CARD_FILE, REPORT_FILE)
+
+# Our model directory kinds: spec file -> kind; without a spec file, "pretrained".
+_SPEC_FILES = ((model_directory.CLASSIFIER_FILE, "classifier"),
+               (model_directory.SQUAD_FILE, "squad"), (model_directory.RACE_FILE, "race"),
+               (model_directory.TAGGER_FILE, "tagger"),
+               (model_directory.QA_SIMPLE_FILE, "qa_simple"))
+ARCHITECTURES = {
+    "pretrained": "XLNetLMHeadModel",
+    "classifier": "XLNetForSequenceClassification",
+    "squad": "XLNetForQuestionAnswering",
+    "race": "XLNetForMultipleChoice",
+    "tagger": "XLNetForTokenClassification",
+    "qa_simple": "XLNetForQuestionAnsweringSimple",
+}
+# Our summary types -> HuggingFace's XLNetSequenceSummary summary_type.
+HF_SUMMARY_TYPES = {"last": "last", "first": "first", "mean_with_padding": "mean"}
+# Our summary activations (`sequence_summary.ACTIVATIONS`) -> HF's `summary_activation`.
+HF_SUMMARY_ACTIVATIONS = {"tanh": "tanh", "linear": "linear", "relu": "relu",
+                          "gelu": "gelu_new", "gelu_exact": "gelu", "sigmoid": "sigmoid",
+                          "silu": "silu"}
+
+# Per layer: (HF name under transformer.layer.{i}., ours under model/transformer/layer_{i}/,
+# transposed).
+_LAYER_TENSORS = (
+    *((f"rel_attn.{p}", f"rel_attn/{p}/kernel", False) for p in "qkvor"),
+    ("rel_attn.layer_norm.weight", "rel_attn/LayerNorm/gamma", False),
+    ("rel_attn.layer_norm.bias", "rel_attn/LayerNorm/beta", False),
+    ("ff.layer_1.weight", "ff/layer_1/kernel", True),
+    ("ff.layer_1.bias", "ff/layer_1/bias", False),
+    ("ff.layer_2.weight", "ff/layer_2/kernel", True),
+    ("ff.layer_2.bias", "ff/layer_2/bias", False),
+    ("ff.layer_norm.weight", "ff/LayerNorm/gamma", False),
+    ("ff.layer_norm.bias", "ff/LayerNorm/beta", False),
+)
+_PER_LAYER_BIASES = ("r_w_bias", "r_r_bias", "r_s_bias")
+
+# The XLNetTokenizer's special pieces (their ids are fixed by the released vocabulary, which
+# `tokenization.load_spiece` checks).
+SPECIAL_TOKENS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+                  "sep_token": "<sep>", "pad_token": "<pad>", "cls_token": "<cls>",
+                  "mask_token": "<mask>"}
+ADDITIONAL_SPECIAL_TOKENS = ["<eop>", "<eod>"]
+# HuggingFace's token ids in config.json (the released vocabulary's <s>, </s>, <pad>).
+_TOKEN_IDS = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 5}
+
+NOT_MEASURED = "not measured (transformers/torch not installed)"
+
+
+# ---- the source --------------------------------------------------------------------------------
+
+def detect_kind(model_dir: str) -> str:
+  """"pretrained", "classifier", "squad", "qa_simple", "race" or "tagger".
+
+  Raises:
+    FileNotFoundError: `model_dir` is not a directory.
+    ValueError: it is not one of our model directories (no xlnet_config.json or no
+      model.ckpt.index), or it holds the spec files of several tasks.
+  """
+  if not os.path.isdir(model_dir):
+    raise FileNotFoundError(f"--source {model_dir}: not a directory")
+  required = (model_directory.CONFIG_FILE, model_directory.CHECKPOINT_PREFIX + ".index")
+  missing = [f for f in required if not os.path.isfile(os.path.join(model_dir, f))]
+  if missing:
+    found = sorted(os.listdir(model_dir))
+    hint = (" (a HuggingFace directory is imported with --to xlnet_tf, not exported)"
+            if CONFIG_FILE in found else "")
+    raise ValueError(
+        f"--source {model_dir}: not an xlnet_tf model directory: it has no {missing[0]}. "
+        f"Expected {required[0]} and {required[1]} (written by training, xlnet_tf.convert or "
+        f"save_pretrained), plus one of {', '.join(f for f, _ in _SPEC_FILES)} for a "
+        f"fine-tuned model; found {found[:20]}{' ...' if len(found) > 20 else ''}{hint}")
+  kinds = [(f, kind) for f, kind in _SPEC_FILES if os.path.isfile(os.path.join(model_dir, f))]
+  if len(kinds) > 1:
+    raise ValueError(f"--source {model_dir}: holds the spec files of several tasks "
+                     f"({[f for f, _ in kinds]}); a model directory has at most one")
+  return kinds[0][1] if kinds else "pretrained"
+
+
+def _read_spec(model_dir: str, spec_file: str) -> Dict[str, Any]:
+  path = os.path.join(model_dir, spec_file)
+  try:
+    with open(path, encoding="utf-8") as f:
+      values = json.load(f)
+  except ValueError as e:
+    raise ValueError(f"{path}: not valid JSON ({e})") from None
+  if not isinstance(values, dict):
+    raise ValueError(f"{path}: expected a JSON object")
+  return values
+
+
+def _hf_summary_type(model_dir: str, spec_file: str, spec: Dict[str, Any]) -> str:
+  """HF's summary_type for the spec's; raises ValueError naming the spec field."""
+  ours = spec.get("summary_type", "last")
+  if ours not in HF_SUMMARY_TYPES:
+    path = os.path.join(model_dir, spec_file)
+    raise ValueError(
+        f"{path}: summary_type {ours!r} has no HuggingFace equivalent. HuggingFace's "
+        f"XLNetSequenceSummary offers 'last', 'first' and 'mean' (the mean over every "
+        f"position, padding included: our 'mean_with_padding'); our 'mean' averages over the "
+        f"real tokens only and 'attn' pools with attention weights of its own. Only models "
+        f"with summary_type 'last', 'first' or 'mean_with_padding' can be exported")
+  return HF_SUMMARY_TYPES[ours]
+
+
+def _load(model_dir: str, kind: str):
+  """(our model, its spec values) of the model directory."""
+  # pylint: disable=g-import-not-at-top
+  from xlnet_tf import pretrained
+  if kind == "pretrained":
+    return pretrained.load_pretrained(model_dir), {}
+  if kind == "classifier":
+    model, spec = model_directory.load_classifier(model_dir)
+  elif kind == "race":
+    model, spec = model_directory.load_race(model_dir)
+  elif kind == "tagger":
+    model, spec = model_directory.load_tagger(model_dir)
+  elif kind == "qa_simple":
+    model, spec = model_directory.load_qa_simple(model_dir)
+  else:
+    return model_directory.load_squad(model_dir)
+  return model, model_directory.spec_values(spec)
+
+
+# ---- our weights -> HuggingFace's tensors ------------------------------------------------
+
+def _value(variable) -> np.ndarray:
+  return np.asarray(variable.numpy(), dtype=np.float32)
+
+
+def _dense(prefix: str, layer, bias: bool = True) -> List[Tuple[str, np.ndarray]]:
+  """A Keras Dense layer as a torch Linear: weight [out, in] (the kernel transposed)."""
+  tensors = [(f"{prefix}.weight", _value(layer.kernel).T)]
+  if bias:
+    tensors.append((f"{prefix}.bias", _value(layer.bias)))
+  return tensors
+
+
+def encoder_tensors(encoder) -> Dict[str, np.ndarray]:
+  """HF name -> array for every weight of our `XLNetEncoder` (see the module docstring)."""
+  config = encoder.config
+  arrays = {name: _value(v) for name, v in names.encoder_variables(encoder).items()}
+  t = names.TRANSFORMER
+  tensors = {"transformer.word_embedding.weight": arrays[f"{t}/word_embedding/lookup_table"],
+             "transformer.mask_emb": arrays[names.MASK_EMB]}
+  for i in range(config.n_layer):
+    hf, ours = f"transformer.layer.{i}.", f"{t}/layer_{i}/"
+    for hf_name, our_name, transposed in _LAYER_TENSORS:
+      value = arrays[ours + our_name]
+      tensors[hf + hf_name] = value.T if transposed else value
+    for bias in _PER_LAYER_BIASES:
+      value = arrays[f"{t}/{bias}"]
+      tensors[f"{hf}rel_attn.{bias}"] = value[i] if config.untie_r else value
+    tensors[f"{hf}rel_attn.seg_embed"] = arrays[f"{t}/seg_embed"][i]
+  return tensors
+
+
+def head_tensors(model, kind: str) -> Dict[str, np.ndarray]:
+  """HF name -> array for the head of our model of `kind`."""
+  if kind == "pretrained":
+    return {"lm_loss.bias": _value(model.lm_head.bias)}
+  if kind in ("classifier", "race"):
+    tensors = []
+    if model.use_proj:
+      tensors += _dense("sequence_summary.summary", model.sequence_summary.summary)
+    tensors += _dense("logits_proj", model.logit)
+  elif kind == "tagger":
+    tensors = _dense("classifier", model.classifier)
+  elif kind == "qa_simple":
+    tensors = _dense("qa_outputs", model.qa_outputs)
+  else:
+    head = model.head
+    tensors = (_dense("start_logits.dense", head.start_dense) +
+               _dense("end_logits.dense_0", head.end_dense_0) +
+               [("end_logits.LayerNorm.weight", _value(head.end_layer_norm.gamma)),
+                ("end_logits.LayerNorm.bias", _value(head.end_layer_norm.beta))] +
+               _dense("end_logits.dense_1", head.end_dense_1) +
+               _dense("answer_class.dense_0", head.class_dense_0) +
+               _dense("answer_class.dense_1", head.class_dense_1, bias=False))
+  return dict(tensors)
+
+
+def hf_tensors(model, kind: str) -> Dict[str, np.ndarray]:
+  """Every tensor of the HF model (C-contiguous float32 copies), by HF name."""
+  tensors = {**encoder_tensors(model.encoder), **head_tensors(model, kind)}
+  return {k: np.ascontiguousarray(v, dtype=np.float32).copy() for k, v in tensors.items()}
+
+
+# ---- config.json and the tokenizer files ---------------------------------------------------
+
+def hf_config(config: XLNetConfig, kind: str, model, spec: Dict[str, Any],
+              source: str) -> Tuple[Dict[str, Any], List[str]]:
+  """(config.json values, notes) for our model of `kind` with `config` and `spec`."""
+  values = config.to_hf_dict()          # checked by `export_to_huggingface`
+  notes = []
+  values.update(
+      architectures=[ARCHITECTURES[kind]], model_type="xlnet", d_head=config.d_head,
+      summary_type="last", summary_use_proj=True, summary_activation="tanh",
+      summary_last_dropout=0.1, start_n_top=5, end_n_top=5, use_mems_eval=True,
+      use_mems_train=False, tie_word_embeddings=True, dtype="float32", **_TOKEN_IDS)
+  if config.dropatt != config.dropout:
+    notes.append(f"dropatt {config.dropatt} is not carried over: HuggingFace's XLNet drops "
+                 f"attention probabilities at `dropout` ({config.dropout}) too")
+  if kind in ("classifier", "race"):
+    spec_file = (model_directory.CLASSIFIER_FILE if kind == "classifier"
+                 else model_directory.RACE_FILE)
+    # HF applies summary_activation with or without the projection, as ours does.
+    activation = model.sequence_summary.activation
+    if activation not in HF_SUMMARY_ACTIVATIONS:
+      raise ValueError(f"{os.path.join(source, spec_file)}: summary_activation "
+                       f"{activation!r} has no HuggingFace name; expected one of "
+                       f"{sorted(HF_SUMMARY_ACTIVATIONS)}")
+    values.update(summary_type=_hf_summary_type(source, spec_file, spec),
+                  summary_use_proj=bool(model.use_proj),
+                  summary_activation=HF_SUMMARY_ACTIVATIONS[activation],
+                  summary_last_dropout=float(model.dropout_rate))
+  if kind == "classifier":
+    values["finetuning_task"] = spec["task_name"]
+    if spec.get("is_regression"):
+      labels = ["LABEL_0"]
+      values["problem_type"] = "regression"
+    else:
+      labels = [str(label) for label in spec["labels"]]
+      values["problem_type"] = "single_label_classification"
+    values["id2label"] = {str(i): label for i, label in enumerate(labels)}
+    values["label2id"] = {label: i for i, label in enumerate(labels)}
+  elif kind == "tagger":
+    values["finetuning_task"] = spec["task_name"]
+    labels = [str(label) for label in spec["labels"]]
+    values["id2label"] = {str(i): label for i, label in enumerate(labels)}
+    values["label2id"] = {label: i for i, label in enumerate(labels)}
+  elif kind == "squad":
+    values.update(start_n_top=int(model.head.start_n_top), end_n_top=int(model.head.end_n_top))
+    notes.append("answer class: HuggingFace's XLNetForQuestionAnswering has no dropout in it"
+                 + ("" if model.head.answer_class_start == "gold" else
+                    " and, in training, reads the gold start's state (this model: the "
+                    "expected start, as released)")
+                 + "; inference is the same computation")
+  elif kind == "qa_simple":
+    values.update(start_n_top=int(model.start_n_top), end_n_top=int(model.end_n_top))
+  return dict(sorted(values.items())), notes
+
+
+def tokenizer_files(spec: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+  """tokenizer_config.json and special_tokens_map.json for HF's XLNetTokenizer."""
+  mask = {"__type": "AddedToken", "content": SPECIAL_TOKENS["mask_token"], "lstrip": True,
+          "rstrip": False, "normalized": True, "single_word": False, "special": True}
+  tokenizer_config = {
+      "tokenizer_class": "XLNetTokenizer",
+      "do_lower_case": bool(spec.get("uncased", False)),
+      "remove_space": True,
+      "keep_accents": bool(spec.get("keep_accents", False)),
+      **SPECIAL_TOKENS, "mask_token": mask,
+      "additional_special_tokens": list(ADDITIONAL_SPECIAL_TOKENS),
+      "padding_side": "left",
+  }
+  special = {**SPECIAL_TOKENS, "mask_token": {k: v for k, v in mask.items() if k != "__type"},
+             "additional_special_tokens": list(ADDITIONAL_SPECIAL_TOKENS)}
+  return {TOKENIZER_CONFIG_FILE: tokenizer_config, SPECIAL_TOKENS_FILE: special}
+
+
+def _check_spiece(path: str, n_token: int) -> int:
+  """The piece count of `path`, checked: the XLNet special pieces at their ids, and no
+  more pieces than the model's n_token."""
+  from xlnet_tf.data import tokenization  # pylint: disable=g-import-not-at-top
+  sp = tokenization.load_spiece(path)
+  size = sp.get_piece_size()
+  if size > n_token:
+    raise ValueError(f"{path}: {size} pieces, but n_token (xlnet_config.json) is {n_token}: "
+                     f"the tokenizer would produce ids the model has no embedding for")
+  return size
+
+
+# ---- the output location ---------------------------------------------------------------------
+
+def check_output(source: str, output: str, overwrite: bool = False) -> None:
+  """Raises before any work if `output` may not be written (see `xlnet_tf.convert.
+  check_locations` for the relation to `source` and writability). `output` must not exist
+  or be an empty directory; with `overwrite` it may be a previous export (conversion.json
+  and only the files an export writes)."""
+  try:
+    convert.check_locations(source, output, overwrite=False)
+    return
+  except FileExistsError:
+    pass              # every other check passed: only the existing output is in question
+  if os.path.islink(output):
+    raise FileExistsError(f"--output {output} is a symbolic link; give a new directory (or "
+                          f"the link's target, {os.path.realpath(output)})")
+  entries = sorted(os.listdir(output))
+  if not entries:
+    return
+  shown = f"{entries[:10]}{' ...' if len(entries) > 10 else ''}"
+  if not overwrite:
+    raise FileExistsError(f"--output {output} exists and is not empty (it holds {shown}); "
+                          f"give a new or empty directory, or pass --overwrite to replace a "
+                          f"previous export")
+  foreign = [e for e in entries if e not in EXPORT_FILES]
+  if REPORT_FILE not in entries or foreign:
+    raise FileExistsError(
+        f"--output {output} is not the output of a previous export (it holds {shown}"
+        f"{'' if REPORT_FILE in entries else f', no {REPORT_FILE}'}); --overwrite replaces "
+        f"only such an output. Choose a new --output, or remove {output} yourself")
+
+
+# ---- the licence, the parity figure, the card -------------------------------------------
+
+def source_licence(model_dir: str) -> str:
+  """The Hub licence identifier: the source README's front matter `license:`, else
+  "apache-2.0" when its model card names the released licence, else "unknown"."""
+  found = model_card.read_hf_licence(model_dir)
+  if found:
+    return found
+  path = os.path.join(model_dir, model_card.CARD_FILE)
+  if os.path.isfile(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+      if model_card.RELEASED_LICENCE in f.read(20000):
+        return "apache-2.0"
+  return "unknown"
+
+
+def _probe_inputs(kind: str, config: XLNetConfig) -> Dict[str, np.ndarray]:
+  """A small fixed batch: two rows [A <sep> B <sep> <cls>], the second left-padded (with
+  attn_type "uni" without padding: HF's XLNet cannot combine its causal mask with an
+  input_mask)."""
+  rng = np.random.default_rng(20240611)
+  batch, length = 2, 9
+  ids = rng.integers(0, config.n_token, [batch, length])
+  segments = np.tile([0, 0, 0, 0, 1, 1, 1, 1, 2], [batch, 1])
+  pad = np.zeros([batch, length], np.float32)
+  inputs = {"input_ids": ids, "segment_ids": segments}
+  if config.attn_type != "uni":
+    pad[1, :2] = 1.0
+    segments[1, :2] = 4
+    inputs["input_mask"] = pad
+  if kind == "race":
+    inputs = {k: np.stack([v, v[::-1]], axis=1) for k, v in inputs.items()}   # [B, 2, T]
+    inputs["input_ids"][:, 1, -3:-1] = rng.integers(0, config.n_token, [batch, 2])
+  if kind == "squad":
+    p_mask = pad.copy()
+    p_mask[:, [3, 7]] = 1.0
+    inputs.update(p_mask=p_mask, cls_index=np.full([batch], length - 1))
+  return inputs
+
+
+def measure_parity(model, kind: str, hf_dir: str) -> Tuple[Optional[float], str]:
+  """(max |ours - HF|, the card's text) on `_probe_inputs`, loading `hf_dir` with
+  transformers; (None, why) when not measured: NOT_MEASURED without torch or transformers,
+  or HF's forward pass failed, or (SQuAD) the top-k positions differ.
+
+  Raises:
+    ValueError: transformers reports missing, unexpected or mis-shaped tensors.
+  """
+  try:
+    # pylint: disable=g-import-not-at-top
+    import torch
+    import transformers
+  except ImportError:
+    return None, NOT_MEASURED
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  hf_class = getattr(transformers, ARCHITECTURES[kind])
+  hf_model, info = hf_class.from_pretrained(hf_dir, output_loading_info=True)
+  problems = {k: v for k, v in info.items() if v}
+  if problems:
+    raise ValueError(f"{hf_dir}: transformers {transformers.__version__} loads the written "
+                     f"directory with {problems}; nothing was written")
+  hf_model.eval()
+  try:
+    pairs = _probe_pairs(model, kind, hf_model, torch, tf)
+  except RuntimeError as e:     # torch's errors (e.g. an HF limitation on some options)
+    detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    logging.warning("%s: HuggingFace's forward pass failed on the probe batch: %s", hf_dir,
+                    detail)
+    return None, (f"not measured (transformers {transformers.__version__} loads the "
+                  f"directory, but its forward pass failed on the probe batch: {detail})")
+  if pairs is None:
+    logging.warning("%s: the top-k answer positions differ from HuggingFace's on the probe "
+                    "batch", hf_dir)
+    return None, ("not measured: the top-k answer positions differ from HuggingFace's on the "
+                  "probe batch")
+  worst = max(float(np.max(np.abs(ours - ref))) for _, ours, ref in pairs)
+  what = ", ".join(what for what, _, _ in pairs)
+  return worst, (f"max |ours - HuggingFace| {worst:.1e} ({what}; a probe batch of 2 rows, "
+                 f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                 f"measured at export)")
+
+
+def _probe_pairs(model, kind: str, hf_model, torch, tf):
+  """[(what, ours, HF's)] on `_probe_inputs`; None if the SQuAD top-k positions differ."""
+  inputs = _probe_inputs(kind, model.config)
+  torch_in = dict(input_ids=torch.as_tensor(inputs["input_ids"], dtype=torch.long),
+                  token_type_ids=torch.as_tensor(inputs["segment_ids"], dtype=torch.long))
+  if "input_mask" in inputs:
+    torch_in["input_mask"] = torch.as_tensor(inputs["input_mask"], dtype=torch.float32)
+  feed = {k: tf.constant(v) for k, v in inputs.items()}
+  pairs = []
+  with torch.no_grad():
+    if kind == "squad":
+      p_mask = torch.as_tensor(inputs["p_mask"], dtype=torch.float32)
+      out = hf_model(**torch_in, p_mask=p_mask,
+                     cls_index=torch.as_tensor(inputs["cls_index"], dtype=torch.long))
+      ours = model(feed, training=False)
+      k1, k2 = hf_model.start_n_top, hf_model.end_n_top
+      # HF's "log probs" are probabilities, its end top-k [B, K2 * K1] end-major.
+      hf_end_index = out.end_top_index.view(-1, k2, k1).transpose(1, 2).numpy()
+      hf_end_probs = out.end_top_log_probs.view(-1, k2, k1).transpose(1, 2).numpy()
+      if not (np.array_equal(ours["start_top_index"].numpy(), out.start_top_index.numpy())
+              and np.array_equal(ours["end_top_index"].numpy(), hf_end_index)):
+        return None
+      hidden = hf_model.transformer(**torch_in)[0]
+      real = inputs["p_mask"] == 0
+      pairs += [("start logits", ours["start_logits"].numpy()[real],
+                 hf_model.start_logits(hidden, p_mask=p_mask).numpy()[real]),
+                ("start probabilities", np.exp(ours["start_top_log_probs"].numpy()),
+                 out.start_top_log_probs.numpy()),
+                ("end probabilities", np.exp(ours["end_top_log_probs"].numpy()), hf_end_probs),
+                ("answer-class logits", ours["cls_logits"].numpy(), out.cls_logits.numpy())]
+    elif kind == "qa_simple":
+      ours, out = model(feed, training=False), hf_model(**torch_in)
+      pairs += [("start logits", ours["start_logits"].numpy(), out.start_logits.numpy()),
+                ("end logits", ours["end_logits"].numpy(), out.end_logits.numpy())]
+    else:
+      pairs.append(("logits", model(feed, training=False)["logits"].numpy(),
+                    hf_model(**torch_in).logits.numpy()))
+      if kind == "pretrained":        # the query stream at two targets
+        batch, length = inputs["input_ids"].shape
+        mapping = np.zeros([batch, 2, length], np.float32)
+        mapping[:, 0, 2] = mapping[:, 1, 6] = 1.0
+        extra = {"target_mapping": mapping}
+        if model.config.attn_type != "uni":      # HF: no perm_mask with the causal mask
+          perm = np.zeros([batch, length, length], np.float32)
+          perm[:, :, [2, 6]] = 1.0                # the targets are hidden from everyone
+          extra["perm_mask"] = perm
+        query = model({**feed, **{k: tf.constant(v) for k, v in extra.items()}},
+                      training=False)["logits"]
+        hf_query = hf_model(**torch_in, **{k: torch.as_tensor(v) for k, v in extra.items()})
+        pairs.append(("query-stream logits", query.numpy(), hf_query.logits.numpy()))
+  return pairs
+
+
+_CARD_TASKS = {"pretrained": "pretrained", "classifier": "classification", "squad": "squad",
+               "qa_simple": "squad", "race": "multiple_choice",
+               "tagger": "token_classification"}
+
+
+def _card(model_dir: str, kind: str, config: XLNetConfig, spec: Dict[str, Any],
+          licence: str, parity: str, files: List[str], hf_values: Dict[str, Any]) -> str:
+  task = _CARD_TASKS[kind]
+  labels = None
+  if kind == "classifier":
+    if spec.get("is_regression"):
+      task = "regression"
+    else:
+      labels = list(spec["labels"])
+  elif kind == "tagger":
+    labels = list(spec["labels"])
+  what = {"pretrained": "pretrained (LM head)",
+          "classifier": f"{spec.get('task_name')} {task}", "squad": "SQuAD",
+          "qa_simple": "span QA (simple head)",
+          "race": "RACE multiple choice", "tagger": f"{spec.get('task_name')} tagger"}[kind]
+  if licence == "apache-2.0" and model_card.read_hf_licence(model_dir) is None:
+    shown_licence = model_card.RELEASED_LICENCE
+  elif licence == "unknown":
+    shown_licence = "unknown: see the source"
+  else:
+    shown_licence = licence
+  details = {"HuggingFace class": f"{ARCHITECTURES[kind]} (transformers)",
+             "Files": ", ".join(files)}
+  if spec.get("max_seq_length"):
+    details["Fine-tuned with max_seq_length"] = spec["max_seq_length"]
+  if kind in ("classifier", "race"):
+    details["Summary"] = (f"summary_type {hf_values['summary_type']} (ours: "
+                          f"{spec.get('summary_type', 'last')})"
+                          f"{', projection' if hf_values['summary_use_proj'] else ''}, "
+                          f"summary_activation {hf_values['summary_activation']}")
+  body = model_card.render(
+      title=f"XLNet {what} ({config.n_layer} layers, d_model {config.d_model}), "
+            f"HuggingFace layout",
+      source=f"xlnet_tf model directory {os.path.abspath(model_dir)}", licence=shown_licence,
+      config=config.to_dict(), task=task, labels=labels, parity=parity, details=details)
+  front = f"---\nlicense: {licence}\nlibrary_name: transformers\ntags: [xlnet]\n---\n"
+  return front + body
+
+
+# ---- the export ------------------------------------------------------------------------------
+
+def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) -> dict:
+  """Writes our model directory `model_dir` as a HuggingFace XLNet directory `output`.
+
+  Returns the report written to `output`/conversion.json.
+  Raises:
+    FileNotFoundError / ValueError: `model_dir` is not one of our model directories, its
+      spec has a summary type HF lacks, its weights do not match its config, its
+      spiece.model does not fit; transformers loads the written directory with missing or
+      unexpected tensors.
+    FileExistsError / ValueError / PermissionError: `output` (see `check_output`).
+    model_directory.NonFiniteError: a weight holds NaN or an infinity.
+  Nothing is written in any of these cases.
+  """
+  check_output(model_dir, output, overwrite)
+  kind = detect_kind(model_dir)
+  spec_file = dict((k, f) for f, k in _SPEC_FILES).get(kind)
+  spec = _read_spec(model_dir, spec_file) if spec_file else {}
+  if kind in ("classifier", "race"):
+    _hf_summary_type(model_dir, spec_file, spec)          # refuse before loading anything
+  config = model_directory.read_config(model_dir)
+  try:
+    config.to_hf_dict()
+  except ValueError as e:
+    raise ValueError(f"{os.path.join(model_dir, model_directory.CONFIG_FILE)}: {e}") from None
+  spiece = os.path.join(model_dir, model_directory.SPIECE_FILE)
+  spiece = spiece if os.path.isfile(spiece) else None
+  pieces = _check_spiece(spiece, config.n_token) if spiece else None
+
+  model, spec = _load(model_dir, kind)
+  tensors = hf_tensors(model, kind)
+  bad = sorted(k for k, v in tensors.items() if not np.all(np.isfinite(v)))
+  if bad:
+    raise model_directory.NonFiniteError(
+        f"--source {model_dir}: {len(bad)} weight(s) hold NaN or infinite values (e.g. "
+        f"{', '.join(bad[:3])}, by their HuggingFace names); nothing was written")
+  values, notes = hf_config(model.config, kind, model, spec, model_dir)
+  licence = source_licence(model_dir)
+
+  output = os.path.abspath(output)
+  os.makedirs(os.path.dirname(output), exist_ok=True)
+  partial = f"{output}.partial-{uuid.uuid4().hex[:12]}"
+  os.mkdir(partial)                 # a fresh name: never anything of the user's
+  try:
+    from safetensors.numpy import save_file  # pylint: disable=g-import-not-at-top
+    save_file(tensors, os.path.join(partial, WEIGHTS_FILE), metadata={"format": "pt"})
+    with open(os.path.join(partial, CONFIG_FILE), "w", encoding="utf-8") as f:
+      json.dump(values, f, indent=2)
+      f.write("\n")
+    if spiece:
+      shutil.copyfile(spiece, os.path.join(partial, model_directory.SPIECE_FILE))
+      for name, content in tokenizer_files(spec).items():
+        with open(os.path.join(partial, name), "w", encoding="utf-8") as f:
+          json.dump(content, f, indent=2)
+          f.write("\n")
+      if spec.get("keep_accents"):
+        notes.append(f"{TOKENIZER_CONFIG_FILE}: keep_accents true; transformers 5's "
+                     f"XLNetTokenizer strips accents whatever the flag says (its normaliser "
+                     f"always applies NFKD + StripAccents), so its pieces can differ from "
+                     f"ours on accented text")
+      if "uncased" not in spec:
+        notes.append(f"{TOKENIZER_CONFIG_FILE}: do_lower_case false (the source does not "
+                     f"record whether its text was lower-cased; set it to true for an "
+                     f"uncased model)")
+    else:
+      notes.append(f"no {model_directory.SPIECE_FILE} in the source: no tokenizer files "
+                   f"written (copy the model's SentencePiece model and its tokenizer settings "
+                   f"into the output)")
+    worst, parity = measure_parity(model, kind, partial)
+    files = sorted(os.listdir(partial)) + [model_card.CARD_FILE, REPORT_FILE]
+    report = {
+        "source": os.path.abspath(model_dir), "source_kind": "xlnet_tf",
+        "source_model": kind, "output_kind": "huggingface",
+        "architecture": ARCHITECTURES[kind], "tensors": len(tensors),
+        "parameters": int(sum(v.size for v in tensors.values())),
+        "spiece_model": spiece is not None, "spiece_pieces": pieces,
+        "licence": licence, "parity": parity, "max_abs_diff": worst, "notes": notes,
+        "files": sorted(files),
+    }
+    if spiece:
+      report["tokenizer"] = {k: v for k, v in tokenizer_files(spec)[TOKENIZER_CONFIG_FILE]
+                             .items() if k in ("do_lower_case", "keep_accents")}
+    with open(os.path.join(partial, model_card.CARD_FILE), "w", encoding="utf-8") as f:
+      f.write(_card(model_dir, kind, model.config, spec, licence, parity, sorted(files),
+                    values))
+    with open(os.path.join(partial, REPORT_FILE), "w", encoding="utf-8") as f:
+      json.dump(report, f, indent=2)
+      f.write("\n")
+    convert.replace_output(partial, output)
+  except BaseException:
+    shutil.rmtree(partial, ignore_errors=True)
+    raise
+  if worst is not None and worst > 1e-4:
+    logging.warning("%s: %s", output, parity)
+  logging.info("exported %s (%s) to %s (%s, %d tensors); parity: %s", model_dir, kind, output,
+               ARCHITECTURES[kind], len(tensors), parity)
+  return report

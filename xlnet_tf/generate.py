@@ -1,0 +1,110 @@
+"""Command line: continue a text with a pretrained model directory (see `xlnet_tf.generation`).
+
+  python -m xlnet_tf.generate --model_dir converted/xlnet_base --prompt "The ship" \
+      --max_new_tokens 50
+  python -m xlnet_tf.generate --model_dir DIR --prompt "text" --max_new_tokens 50 \
+      --strategy sample --top_k 40 --top_p 0.9 --temperature 0.8 --seed 1
+
+The prompt is normalised and encoded with the directory's spiece.model (or
+--spiece_model), as the data pipeline encodes text; the continuation (the new tokens up to
+a stop id, <eop> as a line break) is printed to stdout. A missing directory, SentencePiece
+model or invalid option ends the run with exit status 1 and one line naming it.
+"""
+
+import argparse
+import os
+import sys
+from typing import List, Optional, Sequence
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from xlnet_tf import model_directory  # noqa: E402
+from xlnet_tf.data import tokenization  # noqa: E402
+
+PROG = "xlnet_tf.generate"
+
+
+def _parser() -> argparse.ArgumentParser:
+  parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.split("\n")[0])
+  parser.add_argument("--model_dir", required=True,
+                      help="A pretrained model directory (xlnet_config.json, model.ckpt.*).")
+  parser.add_argument("--prompt", required=True, help="The text to continue.")
+  parser.add_argument("--max_new_tokens", type=int, default=50)
+  parser.add_argument("--strategy", default="greedy", choices=["greedy", "sample"])
+  parser.add_argument("--temperature", type=float, default=1.0)
+  parser.add_argument("--top_k", type=int, default=0, help="0 = off.")
+  parser.add_argument("--top_p", type=float, default=1.0, help="1 = off.")
+  parser.add_argument("--seed", type=int, default=None,
+                      help="Sampling seed (default: a fresh random one).")
+  parser.add_argument("--spiece_model", default=None,
+                      help=f"Default: MODEL_DIR/{model_directory.SPIECE_FILE}.")
+  parser.add_argument("--uncased", action="store_true",
+                      help="Lower-case the prompt (uncased models).")
+  parser.add_argument("--no_mems", action="store_true",
+                      help="Recompute the whole sequence at every step (no memory).")
+  parser.add_argument("--mem_len", type=int, default=None,
+                      help="Memory rows kept per layer, 0 = all (default: the config's).")
+  return parser
+
+
+def decode(sp, ids: Sequence[int], stop_ids: Sequence[int]) -> str:
+  """Text of `ids` up to the first stop id; <eop> (end of paragraph) becomes a line break."""
+  ids = [int(i) for i in ids]
+  for index, value in enumerate(ids):
+    if value in stop_ids:
+      ids = ids[:index]
+      break
+  paragraphs, current = [], []
+  for value in ids:
+    if value == tokenization.EOP_ID:
+      paragraphs.append(current)
+      current = []
+    else:
+      current.append(value)
+  paragraphs.append(current)
+  return "\n".join(sp.decode_ids(p) for p in paragraphs)
+
+
+def run(args: argparse.Namespace) -> str:
+  """The continuation of `args.prompt`; ValueError / OSError for bad inputs."""
+  if not os.path.isdir(args.model_dir):
+    raise FileNotFoundError(f"--model_dir: no such directory: {args.model_dir}")
+  spiece = args.spiece_model or os.path.join(args.model_dir, model_directory.SPIECE_FILE)
+  if not os.path.isfile(spiece):
+    raise FileNotFoundError(
+        f"--spiece_model: SentencePiece model not found: {spiece}"
+        + ("" if args.spiece_model else " (the model directory has none; give --spiece_model)"))
+  sp = tokenization.load_spiece(spiece)
+  prompt = tokenization.encode_ids(sp, tokenization.normalize_text(args.prompt,
+                                                                  lower=args.uncased))
+  if not prompt:
+    raise ValueError(f"--prompt: no tokens in {args.prompt!r}")
+
+  from xlnet_tf import generation  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.pretrained import load_pretrained  # pylint: disable=g-import-not-at-top
+  model = load_pretrained(args.model_dir)
+  if sp.get_piece_size() != model.encoder.config.n_token:
+    raise ValueError(f"--spiece_model: {spiece} has {sp.get_piece_size()} pieces, the model "
+                     f"{model.encoder.config.n_token} (n_token)")
+  tokens = generation.generate(
+      model, prompt, args.max_new_tokens, strategy=args.strategy,
+      temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
+      use_mems=not args.no_mems, mem_len=args.mem_len)
+  return decode(sp, tokens, generation.DEFAULT_STOP_IDS)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+  args = _parser().parse_args(argv)
+  try:
+    text = run(args)
+  except (ValueError, OSError) as e:
+    message = str(e)
+    if message.startswith(("max_new_tokens", "temperature", "top_k", "top_p", "seed",
+                           "mem_len")):
+      message = "--" + message
+    raise SystemExit(f"{PROG}: {message}") from None
+  print(text)
+
+
+if __name__ == "__main__":
+  main(sys.argv[1:])

@@ -1,0 +1,212 @@
+"""The model card of a SavedModel export: README.md beside saved_model.pb.
+
+Every export (`export.export_classifier`, `tagger_export.export_tagger`,
+`squad_export.export_squad`, `race_export.export_race`, `encoder_export.export_encoder`,
+and through them the driver's --mode=export) writes one with `model_card.write`:
+
+  source   the model directory it was exported from
+  licence  the licence line of that directory's own README.md (a conversion writes one;
+           a preset's is the released licence), else "unknown: see the source"
+  config   the architecture; task and labels: what the signatures return
+  parity   the max |difference| of the float outputs between the SavedModel, reloaded in
+           this process, and the Python model (the same serving module's Python function,
+           run eagerly on the Keras model before saving) on fixed probe inputs
+
+  >>> card = classifier_card(module)                # in export_classifier, after saving
+  >>> write(export_dir, model_dir, model, card)
+"""
+
+import dataclasses
+import os
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from xlnet_tf import model_card
+from xlnet_tf import paths
+from xlnet_tf.data.race import ANSWERS
+
+UNKNOWN_LICENCE = "unknown: see the source"
+
+# Fixed probe inputs: plain text, punctuation and digits, accents and symbols outside the
+# vocabulary, an empty string.
+PROBE_TEXTS = ("A gripping, beautifully acted film.",
+               "Dull and far too long: 2,500 minutes of nothing!",
+               "Amélie était très drôle — naïve café, 電影 😀",
+               "")
+PROBE_SECOND_TEXTS = ("The film holds the attention.", "It is short.",
+                      "C'est un film.", "Call me Ishmael.")
+PROBE_QUESTIONS = ("Who hunted the whale?", "Where did the ship sail from?", "Why?")
+PROBE_CONTEXTS = ("Ahab hunted the white whale across the seas for many years.",
+                  "The Pequod sailed from Nantucket on a cold Christmas day in 1840.",
+                  "")
+PROBE_ARTICLES = ("Call me Ishmael. Some years ago I went to sea to see the watery part "
+                  "of the world.", "")
+PROBE_RACE_QUESTIONS = ("What did the narrator do?", "The answer is _ .")
+PROBE_OPTIONS = (("He went to sea.", "He stayed home.", "He sold a ship.", "He slept."),
+                 ("yes", "no", "maybe", ""))
+
+
+@dataclasses.dataclass
+class ExportCard:
+  """What the card of one export says, and how its parity is measured.
+
+  Attributes:
+    task: the model card's task ("classification", "regression", "squad",
+      "multiple_choice", "token_classification", "pretrained").
+    title: the card's first line.
+    python_fn: the serving module's Python function behind `signature` (called eagerly
+      with the probe inputs as tensors).
+    inputs: the probe inputs, name -> list (one batch).
+    keys: the float outputs compared.
+    labels: the label names in id order (None: none).
+    signature: the SavedModel signature called.
+    details: further card lines.
+  """
+  task: str
+  title: str
+  python_fn: Callable[..., Mapping[str, tf.Tensor]]
+  inputs: Dict[str, Any]
+  keys: Sequence[str]
+  labels: Optional[Sequence[str]] = None
+  signature: str = "serving_default"
+  details: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _max_abs_diff(a, b, key: str) -> float:
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  if a.shape != b.shape:
+    raise ValueError(f"export parity: output {key} has shape {list(a.shape)} in the "
+                     f"SavedModel and {list(b.shape)} in the Python model")
+  if a.size == 0:
+    return 0.0
+  same = (a == b) | (np.isnan(a) & np.isnan(b))          # equal infinities included
+  with np.errstate(invalid="ignore"):
+    return float(np.max(np.where(same, 0.0, np.abs(a - b))))
+
+
+def measure_parity(export_dir: str, card: ExportCard) -> str:
+  """The card's parity line: the SavedModel in `export_dir`, reloaded here, against
+  `card.python_fn` on `card.inputs`."""
+  served = tf.saved_model.load(export_dir).signatures[card.signature](
+      **{name: tf.constant(value) for name, value in card.inputs.items()})
+  direct = card.python_fn(**{name: tf.constant(value) for name, value in card.inputs.items()})
+  worst = max(_max_abs_diff(served[key], direct[key], key) for key in card.keys)
+  count = len(next(iter(card.inputs.values())))
+  return (f"max |diff| {worst:.1e} of {', '.join(card.keys)} between the SavedModel "
+          f"(reloaded) and the Python model on {count} fixed probe inputs, measured at "
+          f"export")
+
+
+def source_licence(model_dir: str) -> str:
+  """The licence line of `model_dir`'s own card, else "unknown: see the source"."""
+  return model_card.read_licence(model_dir) or UNKNOWN_LICENCE
+
+
+def write(export_dir: str, model_dir: str, model, card: ExportCard) -> str:
+  """Measures the parity and writes README.md into `export_dir`; returns its path."""
+  parity = measure_parity(export_dir, card)
+  source = model_dir if "://" in model_dir else os.path.abspath(model_dir)
+  details = {"Format": f"TensorFlow SavedModel; serve with tensorflow + tensorflow-text "
+                       f"(signature {card.signature})", **card.details}
+  return model_card.write(export_dir, title=card.title, source=source,
+                          licence=source_licence(model_dir), config=model.config.to_dict(),
+                          task=card.task, labels=card.labels, parity=parity,
+                          details=details)
+
+
+def check_export_dir(export_dir: str, flag: str = "--export_dir") -> None:
+  """Before any work: `export_dir` is a usable location (`paths.check_output_dir`) that
+  does not exist or is empty; an export never overwrites one (FileExistsError)."""
+  paths.check_output_dir(export_dir, flag)
+  if tf.io.gfile.exists(export_dir) and tf.io.gfile.listdir(export_dir):
+    raise FileExistsError(f"{flag} {export_dir} is not empty; an export never overwrites: "
+                          f"give a new directory")
+
+
+def save(module: tf.Module, export_dir: str, model_dir: str, model,
+         card: Optional[ExportCard] = None) -> str:
+  """The export, whole or not at all: `module` with its `signatures()` and, with `card`,
+  its README.md are written to `<export_dir>.partial-<pid>`, which is then renamed to
+  `export_dir` (checked empty by `check_export_dir` first). Returns `export_dir`."""
+  export_dir = export_dir.rstrip("/")
+  partial = f"{export_dir}.partial-{os.getpid()}"
+  if tf.io.gfile.exists(partial):                # a leftover of this process's name
+    tf.io.gfile.rmtree(partial)
+  tf.saved_model.save(module, partial, signatures=module.signatures())
+  if card is not None:
+    write(partial, model_dir, model, card)
+  if tf.io.gfile.exists(export_dir):
+    check_export_dir(export_dir)                 # still empty: nothing of anyone's is lost
+    tf.io.gfile.rmtree(export_dir)
+  tf.io.gfile.rename(partial, export_dir)
+  return export_dir
+
+
+# ---- the cards of the exports ---------------------------------------------------------------
+
+def classifier_card(module) -> ExportCard:
+  """`export.ClassifierServing`: probabilities (score for regression)."""
+  spec = module.spec
+  inputs = {"text_a": list(PROBE_TEXTS)}
+  if module.pair:
+    inputs["text_b"] = list(PROBE_SECOND_TEXTS)
+  kind = "regression" if spec.is_regression else "classification"
+  return ExportCard(
+      task=kind, title=f"XLNet {kind} ({spec.task_name}), SavedModel",
+      python_fn=module.serve_text, inputs=inputs,
+      keys=("score",) if spec.is_regression else ("probabilities",),
+      labels=None if spec.is_regression else list(spec.labels),
+      details={"max_seq_length": spec.max_seq_length, "uncased": spec.uncased,
+               "keep_accents": getattr(spec, "keep_accents", False),
+               "Inputs": "text_a, text_b" if module.pair else "text_a"})
+
+
+def tagger_card(module) -> ExportCard:
+  """`tagger_export.TaggerServing`: per-word tag probabilities."""
+  spec = module.spec
+  return ExportCard(
+      task="token_classification", title=f"XLNet tagger ({spec.task_name}), SavedModel",
+      python_fn=module.serve_text, inputs={"text": list(PROBE_TEXTS)},
+      keys=("probabilities",), labels=list(spec.labels),
+      details={"max_seq_length": spec.max_seq_length, "uncased": spec.uncased,
+               "keep_accents": getattr(spec, "keep_accents", False),
+               "Tag scheme": spec.scheme})
+
+
+def squad_card(module) -> ExportCard:
+  """`squad_export.SquadServing`: the best span's score (and is_impossible for v2.0, the
+  models with a null threshold)."""
+  version_2 = module.null_threshold is not None
+  return ExportCard(
+      task="squad", title=f"XLNet SQuAD {'2.0' if version_2 else '1.1'} reader, SavedModel",
+      python_fn=module.answer,
+      inputs={"question": list(PROBE_QUESTIONS), "context": list(PROBE_CONTEXTS)},
+      keys=("score", "is_impossible") if version_2 else ("score",),
+      details={"max_seq_length": module.max_seq_length,
+               "max_query_length": module.max_query_length,
+               "max_answer_length": module.max_answer_length,
+               "null_score_diff_threshold": (module.null_threshold if version_2 else
+                                             "none (v1.1: always answers)")})
+
+
+def race_card(module) -> ExportCard:
+  """`race_export.RaceServing`: the options' logits and probabilities."""
+  return ExportCard(
+      task="multiple_choice", title="XLNet multiple choice (RACE), SavedModel",
+      python_fn=module.serve_text,
+      inputs={"article": list(PROBE_ARTICLES), "question": list(PROBE_RACE_QUESTIONS),
+              "options": [list(options) for options in PROBE_OPTIONS]},
+      keys=("logits", "probabilities"), labels=list(ANSWERS),
+      details={"max_seq_length": module.max_seq_length,
+               "max_qa_length": module.max_qa_length})
+
+
+def encoder_card(module) -> ExportCard:
+  """`encoder_export.EncoderServing`: hidden states and the <cls> summary."""
+  return ExportCard(
+      task="pretrained", title="XLNet encoder (feature extraction), SavedModel",
+      python_fn=module.serve_text, inputs={"text": list(PROBE_TEXTS)},
+      keys=("hidden_states", "summary"),
+      details={"max_seq_length": module.max_seq_length})
