@@ -103,3 +103,84 @@ def test_the_export_card_takes_the_licence_of_the_model_directorys_card(tmp_path
   model_card.write(str(tmp_path), title="t", source="s", licence=model_card.RELEASED_LICENCE,
                    config={}, task="pretrained")
   assert export_card.source_licence(str(tmp_path)) == model_card.RELEASED_LICENCE
+
+
+# ---- the encoder's export: the directory's text settings; whole or not at all ---------------
+
+@pytest.fixture(scope="module")
+def uncased_pretrained(spiece_model, tmp_path_factory):
+  """A pretrained model directory recording uncased, accents kept (text.json)."""
+  from xlnet_tf import build_pretrainer  # pylint: disable=g-import-not-at-top
+  from xlnet_tf import save_pretrained  # pylint: disable=g-import-not-at-top
+  directory = os.fspath(tmp_path_factory.mktemp("pretrained") / "model")
+  save_pretrained(build_pretrainer(small_config(n_token=4000)), directory,
+                  spiece_model=spiece_model, text={"uncased": True, "keep_accents": True})
+  return directory
+
+
+def test_the_encoder_export_normalises_as_the_model_directory_records(uncased_pretrained,
+                                                                      tmp_path):
+  from xlnet_tf.serving.encoder_export import export_encoder  # pylint: disable=g-import-not-at-top
+  export_dir = export_encoder(uncased_pretrained, os.fspath(tmp_path / "encoder"),
+                              max_seq_length=16)
+  card = open(os.path.join(export_dir, "README.md"), encoding="utf-8").read()
+  assert "uncased**: True" in card and "keep_accents**: True" in card, card
+  serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+  summary = serve(text=tf.constant(["CALL ME ISHMAEL", "call me ishmael", "cafe",
+                                    "café"]))["summary"].numpy()
+  np.testing.assert_array_equal(summary[0], summary[1])              # lower-cased
+  assert np.abs(summary[2] - summary[3]).max() > 1e-4                # the accent is kept
+  explicit = export_encoder(uncased_pretrained, os.fspath(tmp_path / "cased"),
+                            max_seq_length=16, lower=False, keep_accents=False)
+  card = open(os.path.join(explicit, "README.md"), encoding="utf-8").read()
+  assert "uncased**: False" in card and "keep_accents**: False" in card, card
+
+
+def _leftovers(tmp_path):
+  return sorted(name for name in os.listdir(tmp_path) if "partial" in name)
+
+
+def test_an_export_that_fails_at_its_card_leaves_nothing(uncased_pretrained, tmp_path,
+                                                         monkeypatch):
+  from xlnet_tf.serving import encoder_export  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.serving import export_card  # pylint: disable=g-import-not-at-top
+
+  def fail(export_dir, card):
+    del card
+    assert os.path.exists(os.path.join(export_dir, "saved_model.pb"))  # the partial one
+    raise RuntimeError("parity probe failed")
+  monkeypatch.setattr(export_card, "measure_parity", fail)
+  export_dir = tmp_path / "encoder"
+  with pytest.raises(RuntimeError, match="parity probe failed"):
+    encoder_export.export_encoder(uncased_pretrained, os.fspath(export_dir), max_seq_length=8)
+  assert not export_dir.exists() and _leftovers(tmp_path) == []
+  export_dir.mkdir()                                        # an empty one stays as it was
+  with pytest.raises(RuntimeError, match="parity probe failed"):
+    encoder_export.export_encoder(uncased_pretrained, os.fspath(export_dir), max_seq_length=8)
+  assert export_dir.is_dir() and not os.listdir(export_dir) and _leftovers(tmp_path) == []
+
+
+def test_an_export_dir_filled_meanwhile_is_never_removed(uncased_pretrained, tmp_path,
+                                                         monkeypatch):
+  """The export_dir was empty at the check and gets a file while the export runs: the
+  rename refuses (os.rmdir of a non-empty directory), the file stays, no partial is left;
+  an export_dir still empty is replaced."""
+  from xlnet_tf.serving import encoder_export  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.serving import export_card  # pylint: disable=g-import-not-at-top
+  export_dir = tmp_path / "encoder"
+  export_dir.mkdir()
+  measure = export_card.measure_parity
+
+  def someone_writes(directory, card):
+    (export_dir / "theirs.txt").write_text("keep me")
+    return measure(directory, card)
+  monkeypatch.setattr(export_card, "measure_parity", someone_writes)
+  with pytest.raises(FileExistsError, match="not empty"):
+    encoder_export.export_encoder(uncased_pretrained, os.fspath(export_dir), max_seq_length=8)
+  assert os.listdir(export_dir) == ["theirs.txt"] and _leftovers(tmp_path) == []
+  monkeypatch.setattr(export_card, "measure_parity", measure)
+  empty = tmp_path / "empty"
+  empty.mkdir()
+  encoder_export.export_encoder(uncased_pretrained, os.fspath(empty), max_seq_length=8)
+  assert (empty / "saved_model.pb").exists() and (empty / "README.md").exists()
+  assert _leftovers(tmp_path) == []

@@ -73,6 +73,9 @@ SCENARIOS = {
     "attn_type_uni": dict(attn_type="uni"),
     "clamp_len_3": dict(clamp_len=3),
     "tied_biases": dict(untie_r=False),
+    # HF's cache_mem keeps only the first reuse_len fed positions of a step in memory.
+    "reuse_len_4": dict(reuse_len=4),
+    "reuse_len_2_mem_len_6": dict(reuse_len=2, mem_len=6),
 }
 
 
@@ -84,7 +87,8 @@ def test_greedy_matches_huggingface(scenario, tmp_path):
   config = _tiny(**SCENARIOS[scenario])
   hf_model, model = _hf_and_ours(tmp_path, config, seed=len(scenario))
   assert hf_model.config.use_mems_eval is True
-  differs = False
+  assert hf_model.config.reuse_len == (config.reuse_len or None)
+  differs = cut_matters = False
   for name, prompts in PROMPTS.items():
     ref_mems, ref_mems_logits = _hf_generate(hf_model, prompts)
     ref_full, ref_full_logits = _hf_generate(hf_model, prompts, use_mems=False)
@@ -96,6 +100,11 @@ def test_greedy_matches_huggingface(scenario, tmp_path):
     np.testing.assert_array_equal(ours, ref_full, err_msg=f"{name}, use_mems=False")
     assert max_rel_error(logits, ref_full_logits) <= TOLERANCE, name
     differs |= max_rel_error(ref_mems_logits, ref_full_logits) > 1e-3
+    if config.reuse_len:     # HF's generate does cut the memory: without the cut, others
+      _, uncut = generate(model, prompts, NEW_TOKENS, stop_ids=(), reuse_len=0,
+                          return_logits=True)
+      cut_matters |= max_rel_error(uncut, ref_mems_logits) > 1e-3
+  assert cut_matters == bool(config.reuse_len)
   # With bidirectional attention the two schemes compute different things (a token in
   # memory keeps the states it had before later tokens existed), so the comparison tells
   # them apart; with causal attention ("uni") later tokens change nothing: they agree.
@@ -207,6 +216,8 @@ INVALID = [
     (dict(stop_ids=(50,)), "stop_ids"),
     (dict(pad_id=99), "pad_id"),
     (dict(mem_len=-1), "mem_len"),
+    (dict(reuse_len=-1), "reuse_len"),
+    (dict(reuse_len=True), "reuse_len"),
 ]
 
 
@@ -227,6 +238,7 @@ def test_one_trace_for_every_step_length_and_option():
   generate(model, [[11] * 7, [12] * 7], 9, strategy="sample", top_k=4, top_p=0.8, seed=1,
            temperature=0.7, stop_ids=())
   generate(model, [[11, 12]], 5, use_mems=False, mem_len=3, stop_ids=())
+  generate(model, [[11, 12, 13, 14]], 5, reuse_len=2, stop_ids=())
   assert step.experimental_get_tracing_count() == 1
   assert _decoder(model).position_keys.experimental_get_tracing_count() == 1
 
@@ -300,3 +312,53 @@ def test_cli_without_spiece_in_the_model_dir(tmp_path):
   save_pretrained(build_pretrainer(_tiny()), directory)
   with pytest.raises(SystemExit, match="spiece.model"):
     cli.main(["--model_dir", directory, "--prompt", "x"])
+
+
+def _prompt_fed_by_the_cli(monkeypatch, argv):
+  """The prompt ids `python -m xlnet_tf.generate argv` passes to `generate` (not run)."""
+  from xlnet_tf import generation  # pylint: disable=g-import-not-at-top
+  fed = []
+
+  def fake_generate(model, prompt, *args, **kwargs):
+    del model, args, kwargs
+    fed.append(list(prompt))
+    return [tokenization.EOD_ID]
+  monkeypatch.setattr(generation, "generate", fake_generate)
+  cli.main(argv)
+  return fed[0]
+
+
+@pytest.mark.parametrize("text, flags, lower, keep_accents", [
+    (None, [], False, False),                                      # nothing recorded
+    ({"uncased": True, "keep_accents": False}, [], True, False),   # text.json
+    ({"uncased": False, "keep_accents": True}, [], False, True),
+    (None, ["--uncased", "--keep_accents"], True, True),           # the flags force them
+])
+def test_cli_normalises_the_prompt_as_the_model_directory_records(
+    spiece_model, tmp_path, monkeypatch, text, flags, lower, keep_accents):
+  directory = os.fspath(tmp_path / "model")
+  save_pretrained(build_pretrainer(_tiny(n_token=4000)), directory,
+                  spiece_model=spiece_model, text=text)
+  assert os.path.exists(os.path.join(directory, "text.json")) == (text is not None)
+  prompt = "CALL me Ishmaël, café"
+  fed = _prompt_fed_by_the_cli(
+      monkeypatch, ["--model_dir", directory, "--prompt", prompt] + flags)
+  sp = tokenization.load_spiece(spiece_model)
+  expected = tokenization.encode_ids(sp, tokenization.normalize_text(
+      prompt, lower=lower, keep_accents=keep_accents))
+  assert fed == expected
+  assert len({tuple(tokenization.encode_ids(sp, tokenization.normalize_text(
+      prompt, lower=a, keep_accents=b))) for a in (False, True) for b in (False, True)}) == 4
+
+
+def test_cli_accepts_a_preset_name(model_dir, monkeypatch):
+  from xlnet_tf import presets  # pylint: disable=g-import-not-at-top
+  asked = []
+  monkeypatch.setattr(presets, "preset_names", lambda: ["tiny_generation_preset"])
+  monkeypatch.setattr(presets, "model_dir",
+                      lambda name, *args, **kwargs: asked.append(name) or model_dir)
+  fed = _prompt_fed_by_the_cli(
+      monkeypatch, ["--model_dir", "tiny_generation_preset", "--prompt", "the whale"])
+  assert asked == ["tiny_generation_preset"] and fed
+  with pytest.raises(SystemExit, match="no preset of that name.*tiny_generation_preset"):
+    cli.main(["--model_dir", "no_such_preset", "--prompt", "x"])

@@ -649,3 +649,38 @@ def test_round_trip_keeps_the_tokenizer_settings(tmp_path):
   assert (tmp_path / "hf2" / "spiece.model").read_bytes() == (hf1 / "spiece.model").read_bytes()
   tokenizer = transformers.AutoTokenizer.from_pretrained(os.fspath(tmp_path / "hf2"))
   assert tokenizer.do_lower_case is True and tokenizer.keep_accents is True
+
+
+def test_round_trip_of_an_lm_keeps_the_tokenizer_settings(tmp_path):
+  """An uncased, accent-keeping HF LM: the pretrained model directory records both
+  (text.json), and the export writes them back into tokenizer_config.json."""
+  config = _config(n_token=32000, mem_len=5, reuse_len=2)
+  hf1 = tmp_path / "hf1"
+  make_hf_model(config, seed=23).save_pretrained(os.fspath(hf1))
+  with open(RELEASED_SPIECE, "rb") as f:
+    (hf1 / "spiece.model").write_bytes(f.read())
+  (hf1 / "tokenizer_config.json").write_text(json.dumps(
+      {"tokenizer_class": "XLNetTokenizer", "do_lower_case": True, "keep_accents": True,
+       "remove_space": True}))
+  ours = os.fspath(tmp_path / "ours")
+  convert(os.fspath(hf1), ours)
+  assert model_directory.read_text_settings(ours) == {"uncased": True, "keep_accents": True}
+  assert json.loads((tmp_path / "ours" / model_directory.TEXT_FILE).read_text()) == {
+      "uncased": True, "keep_accents": True}
+  convert(os.fspath(hf1), ours, overwrite=True)           # text.json is a conversion's file
+  report = export_to_huggingface(ours, os.fspath(tmp_path / "hf2"))
+  _assert_same_hf_dirs(hf1, tmp_path / "hf2")
+  written = json.loads((tmp_path / "hf2" / "tokenizer_config.json").read_text())
+  assert (written["do_lower_case"], written["keep_accents"]) == (True, True)
+  assert report["tokenizer"] == {"do_lower_case": True, "keep_accents": True}
+  assert not any("do_lower_case false" in note for note in report["notes"])
+  tokenizer = transformers.AutoTokenizer.from_pretrained(os.fspath(tmp_path / "hf2"))
+  assert tokenizer.do_lower_case is True and tokenizer.keep_accents is True
+
+  # The default (cased, accents stripped) writes no text.json and exports false, false.
+  (hf1 / "tokenizer_config.json").unlink()
+  convert(os.fspath(hf1), ours, overwrite=True)
+  assert not (tmp_path / "ours" / model_directory.TEXT_FILE).exists()
+  export_to_huggingface(ours, os.fspath(tmp_path / "hf2"), overwrite=True)
+  written = json.loads((tmp_path / "hf2" / "tokenizer_config.json").read_text())
+  assert (written["do_lower_case"], written["keep_accents"]) == (False, False)

@@ -438,7 +438,32 @@ def test_released_conversion_card_has_the_weight_parity(tmp_path):
   assert report["parity"]["max_abs_diff"] == 0.0
   card = open(tmp_path / "out" / "README.md", encoding="utf-8").read()
   assert f"- **Licence**: {model_card.RELEASED_LICENCE}" in card
-  assert "max |source array - converted variable| 0.0e+00 (bit-exact)" in card
+  assert (f"weights written vs source checkpoint: max |diff| 0.0e+00 (bit-exact) over the "
+          f"{report['parity']['arrays']} arrays of ") in card
+  assert "(read back from the written model.ckpt)" in card
+
+
+def test_weight_parity_reads_the_written_checkpoint(tmp_path, monkeypatch):
+  """A converter bug that writes a transposed (square, so shape-checked fine) kernel shows
+  in the TF1 parity figure, which compares the written model.ckpt with the source."""
+  from xlnet_tf import released_names  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.convert import task_heads  # pylint: disable=g-import-not-at-top
+  config = small_config(n_token=32000)
+  heads = {**summary_arrays(config), **classification_head_arrays(config, "imdb", 2)}
+  write_released_dir(tmp_path / "src", config, original_encoder_arrays(config), extra=heads)
+  load = task_heads.load_task_model
+  kernel = f"{released_names.SUMMARY}/summary/kernel"
+
+  def load_transposed(model, head, *args, **kwargs):
+    load(model, head, *args, **kwargs)
+    variable = task_heads.head_variables(head, model)[kernel]
+    variable.assign(tf.transpose(variable))
+  monkeypatch.setattr(task_heads, "load_task_model", load_transposed)
+  report = convert(os.fspath(tmp_path / "src"), os.fspath(tmp_path / "out"))
+  expected = float(np.max(np.abs(heads[kernel] - heads[kernel].T)))
+  assert report["parity"]["max_abs_diff"] == pytest.approx(expected) and expected > 0.1
+  assert "(bit-exact)" not in report["parity"]["text"]
+  assert report["parity"]["warning"] in report["notes"]
 
 
 # ---- bad input: one exact message each, and nothing written -----------------------------------
@@ -513,6 +538,78 @@ def test_id2label_that_disagrees_with_the_head(tmp_path, model_class, key):
       f"outputs (shape [2, 16]); expected one label per output"))
 
 
+def test_one_output_head_with_several_labels(tmp_path):
+  """A config whose id2label names 2 labels over a logits_proj with one output is not a
+  regression model to convert silently."""
+  _, source = _hf_dir(tmp_path, transformers.XLNetForSequenceClassification, num_labels=1)
+  config = _rewrite_config(source, lambda c: c.update(
+      id2label={"0": "neg", "1": "pos"}, label2id={"neg": 0, "pos": 1}))
+  _expect_error(tmp_path, source, (
+      f"{config}: id2label has 2 labels ['neg', 'pos'], but the head's logits_proj.weight "
+      f"has one output (shape [1, {D}]): a regression head; expected id2label absent or of "
+      f"exactly one entry (num_labels 1), or weights with one output per label"))
+
+
+def test_multiple_choice_refuses_labels(tmp_path):
+  _, source = _hf_dir(tmp_path, transformers.XLNetForMultipleChoice)
+  with pytest.raises(ValueError) as raised:
+    convert(source, os.fspath(tmp_path / "out"),
+            options=ConvertOptions(labels=("a", "b")))
+  assert str(raised.value) == (
+      "--labels ['a', 'b']: a XLNetForMultipleChoice head has no labels")
+  _no_output_left(tmp_path)
+
+
+def test_bf16_safetensors_convert_to_their_float32_values(tmp_path):
+  """HF checkpoints saved in bfloat16 (numpy has no such dtype): each tensor becomes the
+  float32 value of its bfloat16 one, exactly."""
+  from safetensors.torch import load_file, save_file  # pylint: disable=g-import-not-at-top
+  from xlnet_tf import pretrained  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.convert import to_huggingface  # pylint: disable=g-import-not-at-top
+  _, source = _hf_dir(tmp_path, transformers.XLNetLMHeadModel)
+  path = os.path.join(source, "model.safetensors")
+  state = {k: v.to(torch.bfloat16) for k, v in load_file(path).items()}
+  save_file(state, path, metadata={"format": "pt"})
+  report = convert(source, os.fspath(tmp_path / "out"))
+  model = pretrained.load_pretrained(os.fspath(tmp_path / "out"))
+  ours = {**to_huggingface.encoder_tensors(model.encoder),
+          "lm_loss.bias": model.lm_head.bias.numpy()}
+  assert sorted(ours) == sorted(state)
+  for key, value in state.items():
+    expected = value.to(torch.float32).numpy()
+    assert ours[key].dtype == np.float32 and np.array_equal(ours[key], expected), key
+  assert report["parity"]["max_abs_diff"] <= TOLERANCE
+
+
+def test_parity_that_fails_or_differs_is_a_warning(tmp_path, monkeypatch, caplog):
+  from xlnet_tf.convert import huggingface  # pylint: disable=g-import-not-at-top
+  _, source = _hf_dir(tmp_path, transformers.XLNetForTokenClassification, num_labels=3)
+
+  def broken(*args):
+    raise RuntimeError("no such kernel")
+  monkeypatch.setattr(huggingface, "_hf_outputs", broken)
+  with caplog.at_level("WARNING"):
+    report = convert(source, os.fspath(tmp_path / "out"))
+  assert report["parity"]["measured"] is False
+  assert report["parity"]["text"].endswith("did not run: no such kernel)")
+  assert any("parity not measured" in r.getMessage() and "no such kernel" in r.getMessage()
+             for r in caplog.records), [r.getMessage() for r in caplog.records]
+  monkeypatch.undo()
+
+  hf_outputs = huggingface._hf_outputs                   # pylint: disable=protected-access
+  monkeypatch.setattr(huggingface, "_hf_outputs", lambda *args: {
+      k: v + 1e-3 for k, v in hf_outputs(*args).items()})
+  caplog.clear()
+  with caplog.at_level("WARNING"):
+    report = convert(source, os.fspath(tmp_path / "out"), overwrite=True)
+  parity = report["parity"]
+  assert parity["measured"] and parity["max_abs_diff"] == pytest.approx(1e-3, rel=1e-2)
+  assert parity["warning"] in report["notes"]
+  assert "beyond 0.0001" in parity["warning"]
+  assert any(parity["warning"] in r.getMessage() for r in caplog.records)
+  assert parity["warning"] in open(tmp_path / "out" / "README.md", encoding="utf-8").read()
+
+
 def test_truncated_safetensors_of_a_task_model(tmp_path):
   _, source = _hf_dir(tmp_path, transformers.XLNetForTokenClassification, num_labels=3)
   path = os.path.join(source, "model.safetensors")
@@ -584,6 +681,72 @@ def test_saved_model_location_is_checked_first(tmp_path):
   with pytest.raises(FileExistsError, match="exists and is not an empty directory"):
     convert(source, os.fspath(tmp_path / "out"), saved_model=os.fspath(tmp_path / "full"))
   _no_output_left(tmp_path)
+
+
+def _fake_export(kind, model_dir, export_dir, text, max_seq_length):
+  """Stands in for the SavedModel export (`xlnet_tf.convert._export`): a file and a card."""
+  del kind, text, max_seq_length
+  os.makedirs(export_dir)
+  with open(os.path.join(export_dir, "saved_model.pb"), "w") as f:
+    f.write(model_dir)
+
+
+def _hf_source_with_spiece(tmp_path):
+  _, source = _hf_dir(tmp_path, transformers.XLNetForSequenceClassification, num_labels=2)
+  shutil.copy(RELEASED_SPIECE, source)
+  return source
+
+
+def test_saved_model_and_output_appear_together(tmp_path, monkeypatch):
+  """The export takes its name first; if the model directory then cannot take its name,
+  the export goes back (an empty --saved_model directory that was there stays), so both
+  appear or neither."""
+  import xlnet_tf.convert as convert_module  # pylint: disable=g-import-not-at-top
+  source = _hf_source_with_spiece(tmp_path)
+  export = tmp_path / "export"
+  os.makedirs(export)
+  monkeypatch.setattr(convert_module, "_export", _fake_export)
+
+  def refuse(new, output):
+    assert (export / "saved_model.pb").exists()          # the export was renamed first
+    raise OSError("rename refused")
+  monkeypatch.setattr(convert_module, "replace_output", refuse)
+  with pytest.raises(OSError, match="rename refused"):
+    convert(source, os.fspath(tmp_path / "out"), saved_model=os.fspath(export))
+  assert os.listdir(export) == []                         # as it was: empty
+  _no_output_left(tmp_path)
+  assert not [p for p in os.listdir(tmp_path) if ".partial-" in p], os.listdir(tmp_path)
+  monkeypatch.undo()
+
+  # --saved_model filled while the conversion ran: refused, nothing written.
+  monkeypatch.setattr(convert_module, "_export", lambda *args: (
+      _fake_export(*args), (export / "theirs.txt").write_text("x")))
+  with pytest.raises(FileExistsError) as raised:
+    convert(source, os.fspath(tmp_path / "out"), saved_model=os.fspath(export))
+  assert str(raised.value) == (
+      f"--saved_model {export}: appeared or was filled during the conversion; expected a "
+      f"new (or empty) directory for the SavedModel. Nothing was written")
+  assert os.listdir(export) == ["theirs.txt"]
+  _no_output_left(tmp_path)
+  assert not [p for p in os.listdir(tmp_path) if ".partial-" in p], os.listdir(tmp_path)
+
+
+def test_failed_export_leaves_no_partial_directories(tmp_path, monkeypatch):
+  import xlnet_tf.convert as convert_module  # pylint: disable=g-import-not-at-top
+  source = _hf_source_with_spiece(tmp_path)
+
+  def failing(kind, model_dir, export_dir, text, max_seq_length):
+    # An export that built its own temporaries beside its directory, then failed.
+    os.makedirs(export_dir + ".partial-123")
+    os.makedirs(export_dir)
+    (tmp_path / (os.path.basename(export_dir) + ".partial-123") / "x").write_text("x")
+    raise RuntimeError("export failed")
+  monkeypatch.setattr(convert_module, "_export", failing)
+  with pytest.raises(RuntimeError, match="export failed"):
+    convert(source, os.fspath(tmp_path / "out"), saved_model=os.fspath(tmp_path / "export"))
+  assert not (tmp_path / "export").exists()
+  _no_output_left(tmp_path)
+  assert not [p for p in os.listdir(tmp_path) if ".partial" in p], os.listdir(tmp_path)
 
 
 @pytest.mark.parametrize("model_class, signature, inputs, output", [

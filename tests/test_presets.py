@@ -86,6 +86,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     wanted = self.headers.get("Range")
     if wanted and server.ranges:
       start = int(wanted.split("=")[1].split("-")[0])
+      if start >= len(data):             # nothing to send: 416, as HTTP servers answer
+        self.send_response(416)
+        self.send_header("Content-Range", f"bytes */{len(data)}")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return
       self.send_response(206)
       self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
     else:
@@ -250,6 +256,42 @@ def test_a_partial_file_of_an_earlier_call_is_resumed(archive, serve, tiny, tmp_
     f.write(data[:1000])
   presets.resolve(preset.name, cache_dir=cache, progress=False)
   assert [r["range"] for r in server.requests] == ["bytes=1000-"]
+  with open(presets.archive_path(preset, cache), "rb") as f:
+    assert f.read() == data
+
+
+def test_a_complete_partial_file_answered_416_is_used_as_it_is(archive, serve, tiny,
+                                                               tmp_path):
+  """The process died between the partial file's fsync and its rename: the server answers
+  the Range request with 416 and `Content-Range: bytes */N`, N its size; the file gets its
+  name without a download, then is verified and converted as usual."""
+  data, arrays, _ = archive
+  server = serve(data)
+  preset = tiny(server.url)
+  cache = str(tmp_path / "cache")
+  partial = presets.archive_path(preset, cache) + ".partial"
+  os.makedirs(os.path.dirname(partial))
+  with open(partial, "wb") as f:
+    f.write(data)
+  directory = presets.resolve(preset.name, cache_dir=cache, progress=False)
+  assert [r["range"] for r in server.requests] == [f"bytes={len(data)}-"]
+  assert not os.path.exists(partial)
+  with open(presets.archive_path(preset, cache), "rb") as f:
+    assert f.read() == data
+  _assert_weights_equal(xlnet_tf.load_pretrained(directory), arrays)
+
+
+def test_a_416_for_a_partial_file_of_another_size_restarts(archive, serve, tiny, tmp_path):
+  data, _, _ = archive
+  server = serve(data)
+  preset = tiny(server.url)
+  cache = str(tmp_path / "cache")
+  partial = presets.archive_path(preset, cache) + ".partial"
+  os.makedirs(os.path.dirname(partial))
+  with open(partial, "wb") as f:
+    f.write(data + b"not of the archive")            # longer: not this file
+  presets.resolve(preset.name, cache_dir=cache, progress=False)
+  assert [r["range"] for r in server.requests] == [f"bytes={len(data) + 18}-", None]
   with open(presets.archive_path(preset, cache), "rb") as f:
     assert f.read() == data
 

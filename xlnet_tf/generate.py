@@ -5,10 +5,14 @@
   python -m xlnet_tf.generate --model_dir DIR --prompt "text" --max_new_tokens 50 \
       --strategy sample --top_k 40 --top_p 0.9 --temperature 0.8 --seed 1
 
-The prompt is normalised and encoded with the directory's spiece.model (or
---spiece_model), as the data pipeline encodes text; the continuation (the new tokens up to
-a stop id, <eop> as a line break) is printed to stdout. A missing directory, SentencePiece
-model or invalid option ends the run with exit status 1 and one line naming it.
+--model_dir is a pretrained model directory or a preset's name ("xlnet_base_cased", see
+`xlnet_tf.presets`; downloaded and converted on first use). The prompt is normalised as
+the directory records (`model_directory.read_text_settings`: lower-cased if uncased,
+accents kept if keep_accents; --uncased / --keep_accents force either on) and encoded
+with the directory's spiece.model (or --spiece_model), as the data pipeline encodes
+text; the continuation (the new tokens up to a stop id, <eop> as a line break) is printed
+to stdout. A missing directory, SentencePiece model or invalid option ends the run with
+exit status 1 and one line naming it.
 """
 
 import argparse
@@ -27,7 +31,8 @@ PROG = "xlnet_tf.generate"
 def _parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.split("\n")[0])
   parser.add_argument("--model_dir", required=True,
-                      help="A pretrained model directory (xlnet_config.json, model.ckpt.*).")
+                      help="A pretrained model directory (xlnet_config.json, model.ckpt.*) "
+                           "or a preset name (xlnet_tf.presets).")
   parser.add_argument("--prompt", required=True, help="The text to continue.")
   parser.add_argument("--max_new_tokens", type=int, default=50)
   parser.add_argument("--strategy", default="greedy", choices=["greedy", "sample"])
@@ -38,12 +43,19 @@ def _parser() -> argparse.ArgumentParser:
                       help="Sampling seed (default: a fresh random one).")
   parser.add_argument("--spiece_model", default=None,
                       help=f"Default: MODEL_DIR/{model_directory.SPIECE_FILE}.")
-  parser.add_argument("--uncased", action="store_true",
-                      help="Lower-case the prompt (uncased models).")
+  parser.add_argument("--uncased", action="store_true", default=None,
+                      help="Lower-case the prompt (default: as the model directory "
+                           "records, else cased).")
+  parser.add_argument("--keep_accents", action="store_true", default=None,
+                      help="Keep the prompt's accents (default: as the model directory "
+                           "records, else stripped).")
   parser.add_argument("--no_mems", action="store_true",
                       help="Recompute the whole sequence at every step (no memory).")
   parser.add_argument("--mem_len", type=int, default=None,
                       help="Memory rows kept per layer, 0 = all (default: the config's).")
+  parser.add_argument("--reuse_len", type=int, default=None,
+                      help="Only the first REUSE_LEN fed positions of a step enter the "
+                           "memory (HF's cache_mem), 0 = all (default: the config's).")
   return parser
 
 
@@ -65,31 +77,44 @@ def decode(sp, ids: Sequence[int], stop_ids: Sequence[int]) -> str:
   return "\n".join(sp.decode_ids(p) for p in paragraphs)
 
 
+def resolve_model_dir(model_dir: str) -> str:
+  """`model_dir` itself, or the cached model directory of the preset it names."""
+  if os.path.isdir(model_dir):
+    return model_dir
+  from xlnet_tf import presets  # pylint: disable=g-import-not-at-top
+  if model_dir in presets.preset_names():
+    return presets.model_dir(model_dir)
+  raise FileNotFoundError(f"--model_dir: no such directory and no preset of that name: "
+                          f"{model_dir} (the presets are {presets.preset_names()})")
+
+
 def run(args: argparse.Namespace) -> str:
   """The continuation of `args.prompt`; ValueError / OSError for bad inputs."""
-  if not os.path.isdir(args.model_dir):
-    raise FileNotFoundError(f"--model_dir: no such directory: {args.model_dir}")
-  spiece = args.spiece_model or os.path.join(args.model_dir, model_directory.SPIECE_FILE)
+  model_dir = resolve_model_dir(args.model_dir)
+  spiece = args.spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not os.path.isfile(spiece):
     raise FileNotFoundError(
         f"--spiece_model: SentencePiece model not found: {spiece}"
         + ("" if args.spiece_model else " (the model directory has none; give --spiece_model)"))
   sp = tokenization.load_spiece(spiece)
-  prompt = tokenization.encode_ids(sp, tokenization.normalize_text(args.prompt,
-                                                                  lower=args.uncased))
+  text = model_directory.read_text_settings(model_dir)
+  lower = text["uncased"] if args.uncased is None else args.uncased
+  keep_accents = text["keep_accents"] if args.keep_accents is None else args.keep_accents
+  prompt = tokenization.encode_ids(sp, tokenization.normalize_text(
+      args.prompt, lower=lower, keep_accents=keep_accents))
   if not prompt:
     raise ValueError(f"--prompt: no tokens in {args.prompt!r}")
 
   from xlnet_tf import generation  # pylint: disable=g-import-not-at-top
   from xlnet_tf.pretrained import load_pretrained  # pylint: disable=g-import-not-at-top
-  model = load_pretrained(args.model_dir)
+  model = load_pretrained(model_dir)
   if sp.get_piece_size() != model.encoder.config.n_token:
     raise ValueError(f"--spiece_model: {spiece} has {sp.get_piece_size()} pieces, the model "
                      f"{model.encoder.config.n_token} (n_token)")
   tokens = generation.generate(
       model, prompt, args.max_new_tokens, strategy=args.strategy,
       temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
-      use_mems=not args.no_mems, mem_len=args.mem_len)
+      use_mems=not args.no_mems, mem_len=args.mem_len, reuse_len=args.reuse_len)
   return decode(sp, tokens, generation.DEFAULT_STOP_IDS)
 
 
@@ -100,7 +125,7 @@ def main(argv: Optional[List[str]] = None) -> None:
   except (ValueError, OSError) as e:
     message = str(e)
     if message.startswith(("max_new_tokens", "temperature", "top_k", "top_p", "seed",
-                           "mem_len")):
+                           "mem_len", "reuse_len")):
       message = "--" + message
     raise SystemExit(f"{PROG}: {message}") from None
   print(text)

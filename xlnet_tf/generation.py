@@ -31,6 +31,15 @@ exactly so that the tokens are the same:
     from re-running the whole sequence (with "uni" it does not).
 `mem_len` defaults to the model config's, which `xlnet_tf.convert` takes from HF's config
 (HF's XLNetConfig default is 512; its null is our 0, unbounded).
+`reuse_len` (default: the model config's, which `xlnet_tf.convert` carries from HF's
+config; 0 = off, HF's null): when > 0, only the first `reuse_len` fed positions of a step
+enter the memory, as HF's `XLNetModel.cache_mem` cuts `curr_out[:reuse_len]` before
+appending it to the memory (which `generate` applies, since it runs with memory). So
+memory = [memory; first reuse_len fed] cut to its last `mem_len` rows, then without its
+last REFEED rows: the tokens after the first `reuse_len` of a step never enter it (and
+with reuse_len <= REFEED the memory stops growing). This reproduces HF's tokens exactly;
+it is rarely what a released model wants (reuse_len is a pretraining option: pass
+reuse_len=0, or load the model with reuse_len=0, for the scheme above without the cut).
 With `use_mems=False` every step feeds the whole sequence + dummy without memory (HF with
 `use_mems=False`): every token sees the whole current sequence, O(S) work per token.
 
@@ -92,6 +101,7 @@ def generate(model, prompt_ids, max_new_tokens: int, *, strategy: str = "greedy"
              temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
              seed: Optional[int] = None, stop_ids: Sequence[int] = DEFAULT_STOP_IDS,
              pad_id: int = PAD_ID, use_mems: bool = True, mem_len: Optional[int] = None,
+             reuse_len: Optional[int] = None,
              callback: Optional[Callable[[int, np.ndarray], None]] = None,
              return_logits: bool = False):
   """Continues each prompt by up to `max_new_tokens` tokens (see the module docstring).
@@ -111,8 +121,10 @@ def generate(model, prompt_ids, max_new_tokens: int, *, strategy: str = "greedy"
     use_mems: the memory scheme of the module docstring (HF's default); False recomputes
       the whole sequence at every step (HF's `use_mems=False`).
     mem_len: rows of memory kept per layer, 0 = unbounded; default: the model config's
-      `mem_len` (converted from HF's, whose null is our 0). `reuse_len` (a pretraining
-      option) is not used.
+      `mem_len` (converted from HF's, whose null is our 0).
+    reuse_len: > 0: only the first reuse_len fed positions of each step enter the memory
+      (HF's `cache_mem`, see the module docstring); 0 = all; default: the model config's
+      `reuse_len` (converted from HF's, whose null is our 0). Unused without memory.
     callback: called after each step with (step, new tokens int32 [B]), e.g. to stream.
     return_logits: also return the logits of every step.
   Returns:
@@ -144,6 +156,9 @@ def generate(model, prompt_ids, max_new_tokens: int, *, strategy: str = "greedy"
   if mem_len is None:
     mem_len = config.mem_len
   _check_int("mem_len", mem_len, minimum=0)
+  if reuse_len is None:
+    reuse_len = config.reuse_len or 0
+  _check_int("reuse_len", reuse_len, minimum=0)
   if getattr(model, "objective", "plm") != "plm":
     raise ValueError(f"model: generation needs the query stream of a 'plm' model, got "
                      f"objective {model.objective!r}")
@@ -163,7 +178,7 @@ def generate(model, prompt_ids, max_new_tokens: int, *, strategy: str = "greedy"
   position_keys = decoder.position_keys(tf.constant(max_fed), tf.constant(max_distance))
   empty = decoder.empty_memory(batch)
   memory = empty
-  options = (tf.constant(max_distance), tf.constant(mem_len),
+  options = (tf.constant(max_distance), tf.constant(mem_len), tf.constant(reuse_len),
              tf.constant(temperature, tf.float32), tf.constant(top_k),
              tf.constant(top_p, tf.float32), tf.constant(strategy == "sample"))
   sequence = prompts
@@ -285,6 +300,7 @@ class _Decoder:
         tf.TensorSpec([2], tf.int64),                             # seed, step
         tf.TensorSpec([], tf.int32),                              # max_distance
         tf.TensorSpec([], tf.int32),                              # mem_len (0: all)
+        tf.TensorSpec([], tf.int32),                              # reuse_len (0: all)
         tf.TensorSpec([], tf.float32),                            # temperature
         tf.TensorSpec([], tf.int32),                              # top_k
         tf.TensorSpec([], tf.float32),                            # top_p
@@ -308,12 +324,13 @@ class _Decoder:
                  for block in model.encoder.blocks)
 
   def _step(self, fed, memory_keys, memory_values, position_keys, seed, max_distance,
-            mem_len, temperature, top_k, top_p, sample):
+            mem_len, reuse_len, temperature, top_k, top_p, sample):
     """One forward pass at the dummy (the last fed position) and the next token.
 
     Returns (token int32 [B], logits float32 [B, V], keys, values): the memory of the
-    next step, per layer [N, B, M', H] ([memory; fed] cut to its last mem_len rows when
-    mem_len > 0, without its last REFEED rows).
+    next step, per layer [N, B, M', H] ([memory; fed, only its first reuse_len positions
+    when reuse_len > 0] cut to its last mem_len rows when mem_len > 0, without its last
+    REFEED rows).
     """
     model = self._model()
     encoder, c = model.encoder, model.encoder.config
@@ -321,6 +338,8 @@ class _Decoder:
     batch, fed_len = tf.shape(fed)[0], tf.shape(fed)[1]
     mem = tf.shape(memory_keys[0])[2]
     klen = mem + fed_len
+    # The keys that enter the next memory: the memory and the first reuse_len fed.
+    cached = mem + tf.where(reuse_len > 0, tf.minimum(reuse_len, fed_len), fed_len)
 
     # Nothing sees the dummy (last column); its own content stream sees itself.
     hide_dummy = tf.broadcast_to(tf.equal(tf.range(fed_len), fed_len - 1)[None, None],
@@ -348,8 +367,8 @@ class _Decoder:
                         tf.einsum("btd,dnh->nbth", content, kernel("k"))], axis=2)
       values = tf.concat([memory_values[i],
                           tf.einsum("btd,dnh->nbth", content, kernel("v"))], axis=2)
-      new_keys.append(self._next_memory(keys, mem_len))
-      new_values.append(self._next_memory(values, mem_len))
+      new_keys.append(self._next_memory(keys[:, :, :cached], mem_len))
+      new_values.append(self._next_memory(values[:, :, :cached], mem_len))
       table = position_keys[i][:, :, start:start + rows]                      # [N,1,R,H]
 
       attended, _ = attention.attend(

@@ -4,6 +4,10 @@ checkpoint folder; a SavedModel is an "export", see `xlnet_tf.serving`).
   xlnet_config.json        the architecture (released keys) and run options
   model.ckpt.index/.data-* tf.train.Checkpoint(model=<the model>)
   spiece.model             the SentencePiece model, when known
+  text.json                the text normalisation of a pretrained model, when not the
+                           default (cased, accents stripped): {"uncased": bool,
+                           "keep_accents": bool}; a fine-tuned model records both in its
+                           spec file instead. `read_text_settings` reads either.
   <spec file>              a fine-tuned model's task spec (none for a pretrained model):
                              classifier.json  ClassifierSpec (labels, regression, summary)
                              tagger.json      TaggerSpec (tags, scheme)
@@ -44,6 +48,10 @@ TAGGER_FILE = "tagger.json"
 RACE_FILE = "race.json"
 SQUAD_FILE = "squad.json"
 QA_SIMPLE_FILE = "qa_simple.json"
+TEXT_FILE = "text.json"
+# The spec files of fine-tuned models, each recording `uncased` and `keep_accents`.
+SPEC_FILES = (CLASSIFIER_FILE, TAGGER_FILE, RACE_FILE, SQUAD_FILE, QA_SIMPLE_FILE)
+TEXT_KEYS = ("uncased", "keep_accents")
 
 
 class NonFiniteError(FloatingPointError):
@@ -79,11 +87,16 @@ def check_finite(model: tf_keras.Model, what: str) -> None:
 
 def write(model: tf_keras.Model, directory: str, spec_file: Optional[str] = None,
           spec_values: Optional[Dict[str, Any]] = None,
-          spiece_model: Optional[str] = None) -> str:
+          spiece_model: Optional[str] = None,
+          text: Optional[Dict[str, bool]] = None) -> str:
   """Writes `model` (with a `config`) as a model directory: config, weights, a copy of
-  `spiece_model` (if given) and `spec_file` holding `spec_values` (if given). The weights
-  are checked first; the directory is built as `<directory>.partial-<pid>` and renamed
-  over `directory` (an older one is removed only after). Returns `directory`."""
+  `spiece_model` (if given), `spec_file` holding `spec_values` (if given) and TEXT_FILE
+  holding `text` ({"uncased": bool, "keep_accents": bool}; written only when given and
+  not both False, the default a directory without it means). The weights are checked
+  first; the directory is built as `<directory>.partial-<pid>` and renamed over
+  `directory` (an older one is removed only after). Returns `directory`."""
+  if text is not None:
+    text = _check_text_settings(text, "write: text")
   check_finite(model, directory)
   directory = directory.rstrip("/")
   partial = f"{directory}.partial-{os.getpid()}"
@@ -97,6 +110,9 @@ def write(model: tf_keras.Model, directory: str, spec_file: Optional[str] = None
   tf.train.Checkpoint(model=model).write(os.path.join(partial, CHECKPOINT_PREFIX))
   if spiece_model:
     tf.io.gfile.copy(spiece_model, os.path.join(partial, SPIECE_FILE), overwrite=True)
+  if text is not None and any(text.values()):
+    with tf.io.gfile.GFile(os.path.join(partial, TEXT_FILE), "w") as f:
+      f.write(json.dumps(text, indent=2) + "\n")
   return replace_directory(partial, directory)
 
 
@@ -127,6 +143,64 @@ def read_spec(directory: str, spec_file: str) -> Dict[str, Any]:
     return {}
   with tf.io.gfile.GFile(path) as f:
     return json.loads(f.read())
+
+
+def _check_text_settings(values: Any, what: str) -> Dict[str, bool]:
+  """`values` as {"uncased": bool, "keep_accents": bool}, or a ValueError naming `what`
+  and the field."""
+  if not isinstance(values, dict):
+    raise ValueError(f"{what}: expected a JSON object {{\"uncased\": bool, "
+                     f"\"keep_accents\": bool}}, got {type(values).__name__}")
+  unknown = sorted(set(values) - set(TEXT_KEYS))
+  if unknown:
+    raise ValueError(f"{what}: unknown field(s) {unknown}; the fields are {list(TEXT_KEYS)}")
+  for key in TEXT_KEYS:
+    if key not in values:
+      raise ValueError(f"{what}: missing field {key!r} (a boolean)")
+    if not isinstance(values[key], bool):
+      raise ValueError(f"{what}: field {key!r} must be a boolean, got {values[key]!r}")
+  return {key: values[key] for key in TEXT_KEYS}
+
+
+def text_settings_file(directory: str) -> Optional[str]:
+  """The file recording the text normalisation of a model directory (its spec file, else
+  TEXT_FILE), or None when it records none (the default: cased, accents stripped)."""
+  for name in SPEC_FILES + (TEXT_FILE,):
+    path = os.path.join(directory, name)
+    if tf.io.gfile.exists(path):
+      return path
+  return None
+
+
+def read_text_settings(directory: str) -> Dict[str, bool]:
+  """The text normalisation of a model directory, {"uncased": bool, "keep_accents": bool}:
+  a fine-tuned directory's spec file's (the first of SPEC_FILES present; a field it lacks
+  is False), else TEXT_FILE's, else both False (cased, accents stripped, as released).
+
+  Raises:
+    ValueError: TEXT_FILE is not a JSON object of the two booleans, or a spec file's
+      `uncased`/`keep_accents` is not a boolean (naming the file and the field).
+  """
+  path = text_settings_file(directory)
+  if path is None:
+    return {"uncased": False, "keep_accents": False}
+  if os.path.basename(path) == TEXT_FILE:
+    with tf.io.gfile.GFile(path) as f:
+      try:
+        values = json.loads(f.read())
+      except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not JSON ({e})") from None
+    return _check_text_settings(values, path)
+  values = read_spec(directory, os.path.basename(path))
+  if not isinstance(values, dict):
+    raise ValueError(f"{path}: expected a JSON object, got {type(values).__name__}")
+  settings = {}
+  for key in TEXT_KEYS:
+    value = values.get(key, False)
+    if not isinstance(value, bool):
+      raise ValueError(f"{path}: field {key!r} must be a boolean, got {value!r}")
+    settings[key] = value
+  return settings
 
 
 def load(directory: str, spec_file: str,

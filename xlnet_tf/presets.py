@@ -19,10 +19,17 @@ has one entry:
 
 Download: the bytes go to `<archive>.partial` with a progress line on stderr; a dropped
 connection is resumed with an HTTP Range request (if the server answers the whole file
-instead, the download restarts from its first byte). Verification, before anything is
-unpacked: the archive must be a zip whose members all pass their CRC-32, hold exactly the
-released files in the expected directory, and whose xlnet_config.json equals the preset's
-config. An archive that fails is never deleted: it is renamed to
+instead, the download restarts from its first byte; if it answers 416 with
+`Content-Range: bytes */N` and N is the partial file's size, that file is complete and is
+used as it is). Verification, before anything is unpacked: the archive must be a zip
+whose members all pass their CRC-32, hold exactly the released files in the expected
+directory, and whose xlnet_config.json equals the preset's config. What is NOT verified:
+the archive's total size and a digest of its bytes. No SHA-256 (or size) of the official
+archives is pinned here (none was at hand when the presets were written), so the CRC-32s
+catch a damaged download but not a different archive with the released names and config:
+its weights are only checked when converted (each one present with the shape the config
+gives, none NaN or infinite). The download's length is checked against the server's
+Content-Length. An archive that fails is never deleted: it is renamed to
 `<archive>.corrupt-<time>` (unreadable or a CRC mismatch) or `<archive>.rejected-<time>`
 (a valid zip of other content), and the error names the file, the new name and what was
 wrong. The archive is unpacked into a temporary directory, converted into a temporary
@@ -347,12 +354,22 @@ def _content_range(value: Optional[str]) -> Tuple[Optional[int], Optional[int]]:
   return int(match.group(1)), None if match.group(3) == "*" else int(match.group(3))
 
 
+def _unsatisfied_total(headers) -> Optional[int]:
+  """The total N of a 416 answer's `Content-Range: bytes */N` (None if absent)."""
+  value = headers.get("Content-Range") if headers is not None else None
+  match = re.match(r"^\s*bytes\s+\*/(\d+)\s*$", value or "")
+  return int(match.group(1)) if match else None
+
+
 def download(url: str, destination: str, progress: bool = True, attempts: int = 5,
              timeout: float = 60.0) -> str:
   """Downloads `url` to `destination` through `destination`.partial, resuming.
 
   A partial file from an earlier call is resumed with `Range: bytes=<size>-`; a server that
-  answers 200 (the whole file) restarts it from the first byte. A connection that drops
+  answers 200 (the whole file) restarts it from the first byte. A 416 answer whose
+  `Content-Range: bytes */N` has N equal to the partial file's size means it is already
+  complete (an earlier call stopped before renaming it): it gets its name as it is (the
+  caller verifies it as any download); any other 416 restarts from the first byte. A connection that drops
   while the body is read is resumed the same way, up to `attempts` times. The file gets
   its name only when all Content-Length bytes arrived.
 
@@ -373,6 +390,14 @@ def download(url: str, destination: str, progress: bool = True, attempts: int = 
       try:
         response = urllib.request.urlopen(request, timeout=timeout)  # closed below
       except urllib.error.HTTPError as e:
+        if e.code == 416 and start and _unsatisfied_total(e.headers) == start:
+          # Nothing after our partial file, which has the whole length: it is complete (an
+          # earlier call stopped between its fsync and its rename). Verified as any file.
+          logging.info("%s: %s already holds all %d bytes (HTTP 416, Content-Range "
+                       "bytes */%d)", url, partial, start, start)
+          bar.update(start, start, final=True)
+          os.replace(partial, destination)
+          return destination
         if e.code == 416 and start:      # nothing after our partial file: it is not ours
           logging.warning("%s: the server refused to resume at byte %d (HTTP 416); "
                           "restarting the download", url, start)

@@ -4,6 +4,8 @@ Layout (written by `save_pretrained`, by `python -m xlnet_tf.convert`, and by pr
   xlnet_config.json   the architecture keys of the released file plus the run options
   model.ckpt.index / model.ckpt.data-*   tf.train.Checkpoint(model=XLNetPretrainer)
   spiece.model        the SentencePiece model, when known
+  text.json           {"uncased": bool, "keep_accents": bool}, when not both False
+                      (`model_directory.read_text_settings`)
 
 Example:
   >>> model = load_pretrained("converted/xlnet_base", mem_len=384, reuse_len=256)
@@ -25,10 +27,13 @@ from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 
 
 
-def save_pretrained(model: XLNetPretrainer, directory: str, spiece_model: str = None) -> None:
+def save_pretrained(model: XLNetPretrainer, directory: str, spiece_model: str = None,
+                    text: Optional[Dict[str, bool]] = None) -> None:
   """Writes the pretrained model directory (`model_directory.write`: config, weights, a
-  copy of `spiece_model`; no spec file), checked finite, whole or not at all."""
-  model_directory.write(model, directory, spiece_model=spiece_model)
+  copy of `spiece_model`, the text normalisation `text` = {"uncased": bool,
+  "keep_accents": bool} in text.json when not both False; no spec file), checked finite,
+  whole or not at all."""
+  model_directory.write(model, directory, spiece_model=spiece_model, text=text)
 
 
 def load_pretrained(directory: str, cache_dir: Optional[str] = None, progress: bool = True,

@@ -20,12 +20,15 @@ A HuggingFace task model converts with its head (config.json's `architectures`, 
   XLNetForQuestionAnswering       squad.json (answer_class_start "gold"),
                                   `model_directory.load_squad`
 XLNetModel and XLNetLMHeadModel (and --task pretrained) give the pretrained layout.
-tokenizer_config.json's do_lower_case and keep_accents are recorded in the spec (uncased,
-keep_accents). The parity figure is measured at conversion: for a HuggingFace source, HF's
-model and ours on a fixed probe batch (when torch and transformers are installed); for a
-TF1 source, the converted weights against the checkpoint's arrays. With --saved_model the
-model directory is also exported as a raw-text SavedModel (`xlnet_tf.serving`), with the
-model card.
+tokenizer_config.json's do_lower_case and keep_accents (or --uncased/--keep_accents) are
+recorded in the spec (uncased, keep_accents), or for the pretrained layout in text.json
+(`model_directory.TEXT_FILE`, written when not both false). The parity figure is measured
+at conversion: for a HuggingFace source, HF's model and ours on a fixed probe batch (when
+torch and transformers are installed; a difference above 1e-4 is a warning, logged and in
+the report's notes); for a TF1 source, the written model.ckpt read back against the
+checkpoint's arrays. With --saved_model the model directory is also exported as a raw-text
+SavedModel (`xlnet_tf.serving`), with the model card; the export takes its name first, then
+the model directory, so both appear or neither.
 
 Checkpoints written by the original's fine-tuning scripts (run_classifier.py, run_squad.py,
 run_race.py; a model directory with model.ckpt-N.* and a `checkpoint` file, config given
@@ -57,6 +60,8 @@ import uuid
 
 from absl import logging
 import numpy as np
+import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from xlnet_tf import model_card
 from xlnet_tf import model_directory
@@ -211,7 +216,8 @@ def _is_conversion_file(name: str) -> bool:
   return (name in (model_directory.CONFIG_FILE, model_directory.SPIECE_FILE, REPORT_FILE,
                    model_directory.CLASSIFIER_FILE, model_directory.SQUAD_FILE,
                    model_directory.RACE_FILE, model_directory.TAGGER_FILE,
-                   model_directory.QA_SIMPLE_FILE, model_card.CARD_FILE,
+                   model_directory.QA_SIMPLE_FILE, model_directory.TEXT_FILE,
+                   model_card.CARD_FILE,
                    model_directory.CHECKPOINT_PREFIX + ".index") or
           name.startswith(model_directory.CHECKPOINT_PREFIX + ".data-"))
 
@@ -462,8 +468,11 @@ def _is_bio(labels: Sequence[str]) -> bool:
           all(t == "O" or t[:2] in ("B-", "I-") for t in labels))
 
 
-def _convert_pretrained(weights: SourceWeights, report: Dict[str, Any]):
-  """The pretraining model from the encoder (and LM bias); returns (model, writer)."""
+def _convert_pretrained(weights: SourceWeights, report: Dict[str, Any],
+                        text: Dict[str, Any]):
+  """The pretraining model from the encoder (and LM bias); returns (model, writer). The
+  writer records `text` (uncased, keep_accents) in text.json when not both False
+  (`model_directory.TEXT_FILE`)."""
   arrays = dict(weights.arrays)
   if weights.kind == "huggingface" and names.LM_BIAS not in arrays:
     # A task model's weights (converted with --task pretrained): no LM head.
@@ -480,15 +489,34 @@ def _convert_pretrained(weights: SourceWeights, report: Dict[str, Any]):
       report["absent"][names.LM_BIAS] = _LM_BIAS_ZEROS
   model = build_pretrainer(weights.config)
   names.assign_released(model, arrays, weights.path)
-  return model, lambda directory, spiece: pretrained.save_pretrained(model, directory, spiece)
+  settings = {key: bool(text[key]) for key in model_directory.TEXT_KEYS}
+  return model, lambda directory, spiece: pretrained.save_pretrained(model, directory, spiece,
+                                                                     text=settings)
 
 
 # ---- the parity figure, the model card and the SavedModel ---------------------------------
 
-def _weight_parity(model, head: Optional[task_heads.Head],
-                   weights: SourceWeights) -> Dict[str, Any]:
-  """max |source array - converted variable| over every array the source gave (released
-  names; the pretraining-only ones the source lacks are not counted)."""
+def _checkpoint_keys(prefix: str, model) -> Dict[int, str]:
+  """id(variable) -> its key in the checkpoint `prefix` written by
+  `tf.train.Checkpoint(model=model)` (matched through the checkpoint's object graph)."""
+  matched = tf.train.CheckpointView(prefix).match(tf.train.Checkpoint(model=model))
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(tf.train.load_checkpoint(prefix).get_tensor(
+      "_CHECKPOINTABLE_OBJECT_GRAPH"))
+  keys = {}
+  for node_id, trackable in matched.items():
+    attributes = graph.nodes[node_id].attributes
+    if isinstance(trackable, tf.Variable) and attributes:
+      keys[id(trackable)] = attributes[0].checkpoint_key
+  return keys
+
+
+def _weight_parity(model, head: Optional[task_heads.Head], weights: SourceWeights,
+                   written: str) -> Dict[str, Any]:
+  """max |written - source| over every array the TF1 checkpoint gave (released names; the
+  pretraining-only ones it lacks are not counted): `written` (the output's model.ckpt) is
+  read back with `tf.train.load_checkpoint`, each tensor found by its variable in `model`
+  (the model that was written), and compared with the array of the source checkpoint."""
   if head is None:
     targets = names.released_variables(model)
     sources = weights.arrays
@@ -496,25 +524,48 @@ def _weight_parity(model, head: Optional[task_heads.Head],
     targets = {**names.encoder_variables(model.encoder),
                **task_heads.head_variables(head, model)}
     sources = {**weights.arrays, **{n: weights.heads[n] for n in head.names}}
-  diffs = [float(np.max(np.abs(targets[n].numpy().astype(np.float64) -
-                               np.asarray(sources[n], np.float64)), initial=0.0))
-           for n in targets if n in sources]
-  worst = max(diffs, default=0.0)
+  keys = _checkpoint_keys(written, model)
+  reader = tf.train.load_checkpoint(written)
+  diffs, mismatched = {}, []
+  for name, variable in targets.items():
+    if name not in sources:
+      continue
+    source = np.asarray(sources[name], np.float64)
+    value = reader.get_tensor(keys[id(variable)]).astype(np.float64)
+    if value.shape != source.shape:
+      mismatched.append(f"{name} {list(value.shape)} vs {list(source.shape)}")
+      diffs[name] = math.inf
+    else:
+      diffs[name] = float(np.max(np.abs(value - source), initial=0.0))
+  worst = max(diffs.values(), default=0.0)
   exact = " (bit-exact)" if worst == 0.0 else ""
-  return {"measured": True, "max_abs_diff": worst, "arrays": len(diffs),
-          "text": f"weights: max |source array - converted variable| {worst:.1e}{exact} over "
-                  f"the {len(diffs)} arrays of {weights.path}"}
+  where = os.path.basename(written)
+  text = (f"weights written vs source checkpoint: max |diff| {worst:.1e}{exact} over the "
+          f"{len(diffs)} arrays of {weights.path} (read back from the written {where})")
+  if mismatched:
+    text += f"; shapes differ: {', '.join(mismatched[:3])}"
+  result = {"measured": True, "max_abs_diff": worst, "arrays": len(diffs), "text": text}
+  if worst != 0.0:
+    result["warning"] = (f"parity: the written weights differ from the source checkpoint "
+                         f"({text})")
+    logging.warning("%s", result["warning"])
+  return result
 
 
-_CARD_TASK = {"pretrained": "pretrained", "classifier": "classification", "squad": "squad",
-              "race": "multiple_choice", "tagger": "token_classification",
-              "qa_simple": "squad (simple span head: start and end logits, no answer class)"}
+# The model card's task (`model_card.render`) of each output kind; the one table for both
+# directions (`to_huggingface` uses it too). A regression classifier's is "regression".
+CARD_TASKS = {"pretrained": "pretrained", "classifier": "classification", "squad": "squad",
+              "qa_simple": "squad", "race": "multiple_choice",
+              "tagger": "token_classification"}
+# What the card adds about a head its task does not say.
+CARD_HEADS = {"qa_simple": "simple span head: start and end logits, no answer class "
+                           "(HuggingFace's XLNetForQuestionAnsweringSimple)"}
 
 
 def _write_card(directory: str, report: Dict[str, Any], weights: SourceWeights, model,
                 head: Optional[task_heads.Head], architecture: Optional[str]) -> None:
   kind = report["output_kind"]
-  task = _CARD_TASK[kind]
+  task = CARD_TASKS[kind]
   if head is not None and head.kind == "classifier" and head.is_regression:
     task = "regression"
   labels = (report.get("task_head") or {}).get("labels")
@@ -530,6 +581,8 @@ def _write_card(directory: str, report: Dict[str, Any], weights: SourceWeights, 
                                    f"{text['keep_accents']} ({text['from']})",
              "SentencePiece model": "spiece.model" if report["spiece_model"] else "none",
              "Conversion report": REPORT_FILE}
+  if kind in CARD_HEADS:
+    details["Head"] = CARD_HEADS[kind]
   if report.get("task_settings"):
     details["Task settings"] = json.dumps(report["task_settings"])
   if report.get("saved_model"):
@@ -540,7 +593,7 @@ def _write_card(directory: str, report: Dict[str, Any], weights: SourceWeights, 
     details["Notes"] = " | ".join(report["notes"])
   title_source = "HuggingFace " + (architecture or "XLNet") if weights.kind == "huggingface" \
       else "a TF1 checkpoint"
-  model_card.write(directory, title=f"XLNet {task.split(' ')[0]} model, converted from "
+  model_card.write(directory, title=f"XLNet {task} model, converted from "
                                     f"{title_source}",
                    source=source, licence=licence, config=model.config.to_dict(), task=task,
                    labels=list(labels) if labels else None,
@@ -618,6 +671,52 @@ def _text_settings(weights: SourceWeights, options: ConvertOptions) -> Dict[str,
           "from": tokenizer["source"]}
 
 
+def _remove_temporary(path: str) -> None:
+  """Removes the temporary directory `path` (a name with a fresh random id) and whatever
+  was built beside it under names that extend it (`path`.partial-*, `path`.old-*: the
+  writers' own temporaries)."""
+  shutil.rmtree(path, ignore_errors=True)
+  parent, base = os.path.split(path)
+  try:
+    entries = os.listdir(parent)
+  except OSError:
+    return
+  for name in entries:
+    if name.startswith(base + "."):
+      extra = os.path.join(parent, name)
+      if os.path.isdir(extra) and not os.path.islink(extra):
+        shutil.rmtree(extra, ignore_errors=True)
+      else:
+        try:
+          os.remove(extra)
+        except OSError:
+          pass
+
+
+def _publish_both(partial: str, output: str, export_partial: str, saved_model: str) -> None:
+  """Gives the complete export `export_partial` the name --saved_model, then the complete
+  model directory `partial` the name --output (`replace_output`): both appear, or neither
+  (a failure of the second takes the export back to its temporary name, and an empty
+  --saved_model directory that was there before is recreated).
+
+  Raises:
+    FileExistsError: --saved_model was created or filled since it was checked.
+  """
+  existed = os.path.isdir(saved_model) and not os.path.islink(saved_model)
+  if os.path.lexists(saved_model) and (not existed or os.listdir(saved_model)):
+    raise FileExistsError(f"--saved_model {saved_model}: appeared or was filled during the "
+                          f"conversion; expected a new (or empty) directory for the "
+                          f"SavedModel. Nothing was written")
+  os.rename(export_partial, saved_model)     # replaces an empty directory
+  try:
+    replace_output(partial, output)
+  except BaseException:
+    os.rename(saved_model, export_partial)
+    if existed:
+      os.mkdir(saved_model)
+    raise
+
+
 def convert(source: str, output: str, overwrite: bool = False,
             options: Optional[ConvertOptions] = None,
             saved_model: Optional[str] = None) -> dict:
@@ -687,7 +786,7 @@ def convert(source: str, output: str, overwrite: bool = False,
   if architecture:
     report["architecture"] = architecture
   if head is None:
-    model, write = _convert_pretrained(weights, report)
+    model, write = _convert_pretrained(weights, report, text)
   else:
     model, write = _convert_task(weights, head, options, report, text)
     report["notes"].extend(head_notes)
@@ -701,8 +800,6 @@ def convert(source: str, output: str, overwrite: bool = False,
     top_k = max(head.start_n_top or 0, head.end_n_top or 0) if head else 0
     report["parity"] = huggingface.measure_parity(source, architecture, report["output_kind"],
                                                   model, model.config, top_k)
-  else:
-    report["parity"] = _weight_parity(model, head, weights)
   parent, base = os.path.split(os.path.abspath(output))
   os.makedirs(parent, exist_ok=True)
   partial = os.path.join(parent, f".{base}.partial-{uuid.uuid4().hex[:12]}")
@@ -710,6 +807,11 @@ def convert(source: str, output: str, overwrite: bool = False,
   os.mkdir(partial)                 # a fresh name: never anything of the user's
   try:
     write(partial, spiece)
+    if weights.kind != "huggingface":
+      report["parity"] = _weight_parity(
+          model, head, weights, os.path.join(partial, model_directory.CHECKPOINT_PREFIX))
+    if report["parity"].get("warning"):
+      report["notes"].append(report["parity"]["warning"])
     _write_card(partial, report, weights, model, head, architecture)   # read by the export
     if saved_model is not None:
       export_parent, export_base = os.path.split(os.path.abspath(saved_model))
@@ -726,13 +828,14 @@ def convert(source: str, output: str, overwrite: bool = False,
                       os.path.join(export_partial, model_card.CARD_FILE))
     with open(os.path.join(partial, REPORT_FILE), "w", encoding="utf-8") as f:
       json.dump(report, f, indent=2)
-    replace_output(partial, output)
-    if export_partial is not None:
-      os.rename(export_partial, saved_model)     # replaces an empty directory
+    if export_partial is None:
+      replace_output(partial, output)
+    else:
+      _publish_both(partial, output, export_partial, saved_model)
   except BaseException:
-    shutil.rmtree(partial, ignore_errors=True)
+    _remove_temporary(partial)
     if export_partial is not None:
-      shutil.rmtree(export_partial, ignore_errors=True)
+      _remove_temporary(export_partial)
     raise
   for name in report["skipped_task_head_variables"]:
     logging.warning("left out task-head variable %s (not part of the %s output)", name,

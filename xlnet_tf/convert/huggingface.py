@@ -52,6 +52,8 @@ from xlnet_tf.configs import XLNetConfig
 from xlnet_tf import released_names as names
 from xlnet_tf.convert import task_heads
 from xlnet_tf.convert.source import SourceWeights
+from xlnet_tf.data import layouts
+from xlnet_tf.data import tokenization
 from xlnet_tf.layers import sequence_summary
 
 CONFIG_FILE = "config.json"
@@ -75,27 +77,40 @@ HEAD_KEYS = {
               "answer_class.dense_1.weight"),
 }
 _HEAD_KEY_GROUP = {key: group for group, keys in HEAD_KEYS.items() for key in keys}
-# HF's model classes -> the kind of our output ("pretrained": no head).
-ARCHITECTURES = {
-    "XLNetModel": "pretrained", "XLNetLMHeadModel": "pretrained",
-    "XLNetForSequenceClassification": "classifier", "XLNetForMultipleChoice": "race",
-    "XLNetForTokenClassification": "tagger",
-    "XLNetForQuestionAnsweringSimple": "qa_simple", "XLNetForQuestionAnswering": "squad",
+# The one table of HuggingFace's XLNet model classes: our output kind -> the class an export
+# writes (`to_huggingface`); its inverse, plus XLNetModel (no head, the pretrained layout),
+# is what an import reads.
+KIND_ARCHITECTURES = {
+    "pretrained": "XLNetLMHeadModel", "classifier": "XLNetForSequenceClassification",
+    "race": "XLNetForMultipleChoice", "tagger": "XLNetForTokenClassification",
+    "qa_simple": "XLNetForQuestionAnsweringSimple", "squad": "XLNetForQuestionAnswering",
 }
+# HF's model classes -> the kind of our output ("pretrained": no head).
+ARCHITECTURES = {**{a: k for k, a in KIND_ARCHITECTURES.items()}, "XLNetModel": "pretrained"}
 _GROUP_ARCHITECTURES = {
     "summary": "XLNetForSequenceClassification or XLNetForMultipleChoice",
     "tagger": "XLNetForTokenClassification", "qa_simple": "XLNetForQuestionAnsweringSimple",
     "squad": "XLNetForQuestionAnswering",
 }
-# HF `summary_activation` (transformers.activations) -> `SequenceSummary`'s; "" and null: none.
-SUMMARY_ACTIVATIONS = {
-    "tanh": "tanh", "linear": "linear", "relu": "relu", "gelu": "gelu_exact",
-    "gelu_python": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
-    "gelu_fast": "gelu", "sigmoid": "sigmoid", "silu": "silu", "swish": "silu",
-}
-# HF's XLNetConfig defaults for the keys a config.json may leave out.
-_HF_DEFAULTS = {"summary_type": "last", "summary_use_proj": True, "summary_activation": "tanh",
-                "summary_proj_to_labels": False, "start_n_top": 5, "end_n_top": 5}
+# Our summary activations (`sequence_summary.ACTIVATIONS`) -> HF's `summary_activation`
+# (transformers.activations): our "gelu" (the tanh approximation) is HF's "gelu_new", our
+# "gelu_exact" (erf) HF's "gelu". An export writes these names.
+HF_SUMMARY_ACTIVATIONS = {"tanh": "tanh", "linear": "linear", "relu": "relu",
+                          "gelu": "gelu_new", "gelu_exact": "gelu", "sigmoid": "sigmoid",
+                          "silu": "silu"}
+# HF's other names of the same functions -> the name above (an import reads them too).
+HF_ACTIVATION_ALIASES = {"gelu_python": "gelu", "gelu_pytorch_tanh": "gelu_new",
+                         "gelu_fast": "gelu_new", "swish": "silu"}
+# HF `summary_activation` -> `SequenceSummary`'s; "" and null: none.
+SUMMARY_ACTIVATIONS = {hf: ours for ours, hf in HF_SUMMARY_ACTIVATIONS.items()}
+SUMMARY_ACTIVATIONS.update({alias: SUMMARY_ACTIVATIONS[hf]
+                            for alias, hf in HF_ACTIVATION_ALIASES.items()})
+# HF's XLNetConfig defaults for the keys a config.json may leave out (and an export writes,
+# but summary_proj_to_labels, which HF's XLNetConfig does not define).
+HF_DEFAULTS = {"summary_type": "last", "summary_use_proj": True, "summary_activation": "tanh",
+               "summary_last_dropout": 0.1, "summary_proj_to_labels": False,
+               "start_n_top": 5, "end_n_top": 5, "use_mems_eval": True,
+               "use_mems_train": False}
 _LAYER_KEY = re.compile(r"^layer\.(\d+)\.(.+)$")
 _LAYER_RENAMES = {
     "rel_attn.q": "rel_attn/q/kernel", "rel_attn.k": "rel_attn/k/kernel",
@@ -153,6 +168,18 @@ def read_hf(directory: str) -> HFSourceWeights:
   return weights
 
 
+def read_json_object(path: str) -> Dict[str, Any]:
+  """The JSON object in `path`; ValueError naming the file if it is not one."""
+  try:
+    with open(path, encoding="utf-8") as f:
+      values = json.load(f)
+  except ValueError as e:
+    raise ValueError(f"{path}: not valid JSON ({e})") from None
+  if not isinstance(values, dict):
+    raise ValueError(f"{path}: expected a JSON object, got {type(values).__name__}")
+  return values
+
+
 def read_tokenizer_config(directory: str) -> Dict[str, Any]:
   """The text normalisation of DIRECTORY/tokenizer_config.json (HF's XLNetTokenizer):
   {"uncased": do_lower_case, "keep_accents": ..., "source": the file or None (absent: HF's
@@ -166,13 +193,7 @@ def read_tokenizer_config(directory: str) -> Dict[str, Any]:
   path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
   if not os.path.isfile(path):
     return {"uncased": False, "keep_accents": False, "source": None}
-  try:
-    with open(path, encoding="utf-8") as f:
-      values = json.load(f)
-  except ValueError as e:
-    raise ValueError(f"{path}: not valid JSON ({e})") from None
-  if not isinstance(values, dict):
-    raise ValueError(f"{path}: expected a JSON object, got {type(values).__name__}")
+  values = read_json_object(path)
   settings = {}
   for field, default in (("do_lower_case", False), ("keep_accents", False),
                          ("remove_space", True)):
@@ -309,13 +330,9 @@ def _index_shards(index: str):
                      f'{{"weight_map": {{tensor name: shard file}}}}') from None
 
 
-def check_safetensors(path: str, index: str = None) -> None:
-  """Raises ValueError naming `path` if it is not a complete safetensors file.
-
-  The layout is an 8-byte little-endian header length N, N bytes of JSON header giving every
-  tensor's byte range (`data_offsets`, relative to the end of the header), then the data:
-  a file shorter than its header says is truncated (an interrupted download or copy).
-  """
+def _safetensors_header(path: str, index: str = None) -> Tuple[int, Dict[str, Any]]:
+  """(header length, header) of the safetensors file `path`, checked complete (see
+  `check_safetensors`)."""
   listed = f" (listed in {index})" if index else ""
   size = os.path.getsize(path)
   with open(path, "rb") as f:
@@ -337,21 +354,73 @@ def check_safetensors(path: str, index: str = None) -> None:
   if size < expected:
     raise ValueError(f"{path}{listed}: truncated safetensors file: {size:,} bytes, its header "
                      f"describes {expected:,} bytes. Download it again")
+  return length, header
+
+
+def check_safetensors(path: str, index: str = None) -> None:
+  """Raises ValueError naming `path` if it is not a complete safetensors file.
+
+  The layout is an 8-byte little-endian header length N, N bytes of JSON header giving every
+  tensor's dtype, shape and byte range (`data_offsets`, relative to the end of the header),
+  then the data: a file shorter than its header says is truncated (an interrupted download
+  or copy).
+  """
+  _safetensors_header(path, index)
+
+
+def _bf16_tensor(path: str, header_length: int, key: str, entry: Mapping[str, Any],
+                 listed: str) -> np.ndarray:
+  """A BF16 tensor of a safetensors file as float32 (exact: bfloat16 is the upper half of a
+  float32), read from its bytes (numpy has no bfloat16, so safetensors' numpy reader
+  cannot)."""
+  try:
+    shape = [int(n) for n in entry["shape"]]
+    begin, end = (int(n) for n in entry["data_offsets"])
+  except (KeyError, TypeError, ValueError):
+    raise ValueError(f"{path}{listed}: corrupt safetensors file: tensor {key} has no valid "
+                     f"shape and data_offsets in its header. Download it again") from None
+  count = int(np.prod(shape, dtype=np.int64))
+  if end - begin != 2 * count:
+    raise ValueError(f"{path}{listed}: corrupt safetensors file: tensor {key} (BF16, shape "
+                     f"{shape}) has {end - begin:,} bytes, expected {2 * count:,}. Download "
+                     f"it again")
+  with open(path, "rb") as f:
+    f.seek(8 + header_length + begin)
+    data = f.read(end - begin)
+  halves = np.frombuffer(data, dtype="<u2").astype(np.uint32)
+  return (halves << 16).view(np.float32).reshape(shape)
 
 
 def _read_safetensors(paths, index: str = None) -> Dict[str, np.ndarray]:
+  """Every tensor of the safetensors files `paths` as float32 (BF16 ones converted from
+  their bytes, `_bf16_tensor`).
+
+  Raises:
+    ValueError naming the file (and the tensor and its dtype, for a dtype that does not
+    convert to float32): truncated or corrupt.
+  """
   from safetensors import SafetensorError  # pylint: disable=g-import-not-at-top
   from safetensors import safe_open  # pylint: disable=g-import-not-at-top
   tensors = {}
   for path in paths:
-    check_safetensors(path, index)
+    listed = f" (listed in {index})" if index else ""
+    length, header = _safetensors_header(path, index)
     try:
       with safe_open(path, framework="np") as f:
         for key in f.keys():
-          tensors[key] = np.asarray(f.get_tensor(key), dtype=np.float32)
+          dtype = header.get(key, {}).get("dtype")
+          if dtype == "BF16":
+            tensors[key] = _bf16_tensor(path, length, key, header[key], listed)
+            continue
+          try:
+            tensors[key] = np.asarray(f.get_tensor(key), dtype=np.float32)
+          except (TypeError, ValueError) as e:
+            raise ValueError(f"{path}{listed}: tensor {key} has dtype {dtype}, which cannot "
+                             f"be read as float32 ({e}); expected F32, F16, BF16 or F64") \
+                from None
     except (SafetensorError, OSError) as e:
-      raise ValueError(f"{path}{f' (listed in {index})' if index else ''}: cannot read the "
-                       f"safetensors file; it is corrupt ({e}). Download it again") from None
+      raise ValueError(f"{path}{listed}: cannot read the safetensors file; it is corrupt "
+                       f"({e}). Download it again") from None
   return tensors
 
 
@@ -393,7 +462,7 @@ def _present_groups(weights: HFSourceWeights) -> Dict[str, List[str]]:
 
 
 def _setting(weights: HFSourceWeights, key: str):
-  return weights.hf_config.get(key, _HF_DEFAULTS.get(key))
+  return weights.hf_config.get(key, HF_DEFAULTS.get(key))
 
 
 def _labels(weights: HFSourceWeights, key: str, outputs: int) -> Tuple[str, ...]:
@@ -465,7 +534,7 @@ def _summary(weights: HFSourceWeights, num_labels: int, architecture: str, notes
     raise ValueError(f"{where}: summary_type 'attn': HuggingFace's sequence summary does not "
                      f"implement it (it raises NotImplementedError), so no such "
                      f"{architecture} exists; expected last, first, mean or cls_index")
-  if summary_type not in ("last", "first", "mean", "cls_index"):
+  if summary_type not in (*task_heads.OUR_SUMMARY_TYPES, "cls_index"):
     raise ValueError(f"{where}: summary_type {summary_type!r}, expected last, first, mean or "
                      f"cls_index")
   use_proj = _setting(weights, "summary_use_proj")
@@ -553,7 +622,7 @@ def identify_hf_head(weights: HFSourceWeights, task: str = "auto",
       kind = "classifier"
     else:
       kind = {"tagger": "tagger", "qa_simple": "qa_simple", "squad": "squad"}[group]
-    architecture = next(a for a, k in ARCHITECTURES.items() if k == kind)
+    architecture = KIND_ARCHITECTURES[kind]
     inferred = f"{where} has no architectures: the head's tensors are {architecture}'s"
   if task_name is not None and kind != "classifier":
     raise ValueError(f"--task_name {task_name}: names a classification task; {weights.path} "
@@ -604,6 +673,8 @@ def _rows(weights: HFSourceWeights, key: str, d: int) -> int:
 
 
 def _summary_head(weights: HFSourceWeights, architecture: str, labels, notes, race: bool):
+  if race:
+    _no_labels(labels, "XLNetForMultipleChoice")
   d = weights.config.d_model
   where = weights.config_path
   outputs = _rows(weights, "logits_proj.weight", d)
@@ -651,9 +722,11 @@ def _summary_head(weights: HFSourceWeights, architecture: str, labels, notes, ra
         raise ValueError(f"--labels {list(labels)}: {len(labels)} labels, but the head's "
                          f"logits_proj.weight has {outputs} outputs")
       names_found = tuple(labels)
-  elif labels is not None:
-    raise ValueError(f"--labels {list(labels)}: {weights.path} holds a regression head (one "
-                     f"score, no labels)")
+  else:
+    _one_output_id2label(weights)
+    if labels is not None:
+      raise ValueError(f"--labels {list(labels)}: {weights.path} holds a regression head "
+                       f"(one score, no labels)")
   scope = names.classification_scope(task_name, is_regression)
   _linear(weights, "logits_proj", f"{scope}/logit")
   return task_heads.Head(
@@ -661,6 +734,21 @@ def _summary_head(weights: HFSourceWeights, architecture: str, labels, notes, ra
       (names.SUMMARY_PROJECTION if use_proj else ()), task_name=task_name,
       is_regression=is_regression, num_outputs=outputs, summary_type=summary_type,
       use_proj=use_proj, activation=activation, labels=names_found)
+
+
+def _one_output_id2label(weights: HFSourceWeights) -> None:
+  """A one-output (regression) head: config.json's id2label must be absent or name one
+  label (HF's num_labels 1); more labels mean the config and the weights disagree."""
+  id2label = weights.hf_config.get("id2label")
+  if id2label is None or (isinstance(id2label, dict) and len(id2label) == 1):
+    return
+  shown = (f"{len(id2label)} labels {list(id2label.values())}"
+           if isinstance(id2label, dict) else repr(id2label))
+  raise ValueError(
+      f"{weights.config_path}: id2label has {shown}, but the head's logits_proj.weight has "
+      f"one output (shape {list(weights.head_tensors['logits_proj.weight'].shape)}): a "
+      f"regression head; expected id2label absent or of exactly one entry (num_labels 1), "
+      f"or weights with one output per label")
 
 
 def _tagger_head(weights: HFSourceWeights, architecture, labels, notes):
@@ -758,26 +846,31 @@ _BUILDERS = {
 # ---- parity at conversion -------------------------------------------------------------------
 
 def probe_batch(config: XLNetConfig, kind: str, length: int = 12) -> Dict[str, np.ndarray]:
-  """A fixed small batch in the released layout (input_mask 1 at padding): 2 rows of
-  `length` pieces `A <sep> B <sep> <cls>`, the second with 3 positions of left padding;
-  [2, 2, length] (two choices) for "race"; p_mask and cls_index for the QA heads."""
+  """A fixed small batch in the released classification layout (`layouts`; input_mask 1 at
+  padding): 2 rows of `length` pieces `A <sep> B <sep> <cls>`, the second with 3 positions
+  of left padding (<pad>, the classifier's padding segment); [2, 2, length] (two choices)
+  for "race"; p_mask and cls_index for the QA heads. The text pieces are ids above the
+  special pieces (`tokenization.SPECIAL_PIECES`)."""
   batch, pad = 2, 3
-  span = max(1, config.n_token - 9)
-  ids = (9 + (np.arange(batch * length) * 7919) % span).reshape(batch, length)
+  first = max(tokenization.SPECIAL_PIECES.values()) + 1         # the first ordinary piece
+  span = max(1, config.n_token - first)
+  ids = (first + (np.arange(batch * length) * 7919) % span).reshape(batch, length)
   sep = length // 2
-  ids[:, sep] = ids[:, -2] = 4                                    # <sep>
-  ids[:, -1] = 3                                                  # <cls>
-  segments = np.where(np.arange(length) <= sep, 0, 1)[None].repeat(batch, 0)
-  segments[:, -1] = 2
+  ids[:, sep] = ids[:, -2] = tokenization.SEP_ID
+  ids[:, -1] = tokenization.CLS_ID
+  segments = np.where(np.arange(length) <= sep, layouts.SEGMENT_A,
+                      layouts.SEGMENT_B)[None].repeat(batch, 0)
+  segments[:, -1] = layouts.SEGMENT_CLS
   mask = np.zeros([batch, length], np.float32)
-  ids[1, :pad], segments[1, :pad], mask[1, :pad] = 5, 4, 1.0       # <pad>
+  ids[1, :pad], segments[1, :pad] = tokenization.PAD_ID, layouts.CLASSIFIER_SEGMENT_PAD
+  mask[1, :pad] = 1.0
   feed = {"input_ids": ids.astype(np.int32), "segment_ids": segments.astype(np.int32),
           "input_mask": mask}
   if kind == "race":
     other = {k: v[::-1].copy() for k, v in feed.items()}
     feed = {k: np.stack([feed[k], other[k]], axis=1) for k in feed}   # [B, 2, T]
   if kind in ("squad", "qa_simple"):
-    special = np.isin(ids, (3, 4)) | (mask > 0)
+    special = np.isin(ids, layouts.FUNCTIONAL_IDS) | (mask > 0)
     feed["p_mask"] = special.astype(np.float32)                    # [B, T]
     feed["cls_index"] = np.full([batch], length - 1, np.int32)
   return feed
@@ -834,13 +927,19 @@ def _our_outputs(model, kind: str, feed) -> Dict[str, np.ndarray]:
   return {"logits": out["logits"]}
 
 
+# A parity figure above this (or differing top-k indices) is a warning, logged and noted
+# in conversion.json (the conversion is not refused: the report says what was measured).
+PARITY_TOLERANCE = 1e-4
+
+
 def measure_parity(source: str, architecture: Optional[str], kind: str, model,
                    config: XLNetConfig, top_k: int = 0) -> Dict[str, Any]:
   """Runs HF's model of `source` (its `architecture`; XLNetModel for the pretrained layout)
   and `model` on `probe_batch` (long enough for `top_k` answer candidates); returns
-  {"measured", "max_abs_diff", "indices_equal", "outputs", "reference", "probe", "text"}
-  ("measured" False, and why, without torch/transformers or when HF's model does not
-  run)."""
+  {"measured", "max_abs_diff", "indices_equal", "outputs", "reference", "probe", "text"},
+  plus "warning" when the difference exceeds `PARITY_TOLERANCE` or the top-k indices
+  differ (logged). "measured" False, and why, without torch/transformers or when either
+  model does not run on the probe (logged as a warning, with the reason)."""
   try:
     import torch  # pylint: disable=g-import-not-at-top
     import transformers  # pylint: disable=g-import-not-at-top
@@ -854,12 +953,16 @@ def measure_parity(source: str, architecture: Optional[str], kind: str, model,
     theirs = _hf_outputs(source, architecture, kind, feed)
   except Exception as e:  # pylint: disable=broad-except  (HF raises many kinds)
     detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    logging.warning("%s: parity not measured: %s did not run on the probe batch: %s (%s)",
+                    source, reference, detail, type(e).__name__)
     return {"measured": False, "reference": reference,
             "text": f"not measured ({reference} did not run: {detail})"}
   try:
     ours = _our_outputs(model, kind, feed)
   except (tf.errors.OpError, ValueError) as e:
     detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    logging.warning("%s: parity not measured: the converted model did not run on the probe "
+                    "batch: %s", source, detail)
     return {"measured": False, "reference": reference,
             "text": f"not measured (the converted model did not run on the probe: {detail})"}
   diffs = {k: float(np.max(np.abs(ours[k].astype(np.float64) - theirs[k])))
@@ -873,5 +976,11 @@ def measure_parity(source: str, architecture: Optional[str], kind: str, model,
   text = f"max |diff| {worst:.2e} vs {reference} ({what}) on {probe}"
   if not indices_equal:
     text += "; the top-k indices DIFFER"
-  return {"measured": True, "max_abs_diff": worst, "indices_equal": indices_equal,
-          "outputs": diffs, "reference": reference, "probe": probe, "text": text}
+  result = {"measured": True, "max_abs_diff": worst, "indices_equal": indices_equal,
+            "outputs": diffs, "reference": reference, "probe": probe, "text": text}
+  if worst > PARITY_TOLERANCE or not indices_equal:
+    result["warning"] = (f"parity: the converted model differs from {reference} beyond "
+                         f"{PARITY_TOLERANCE:g} on the probe batch ({text}); check the "
+                         f"outputs before relying on it")
+    logging.warning("%s: %s", source, result["warning"])
+  return result

@@ -348,10 +348,18 @@ def build_task_model(head: Head, config: XLNetConfig, start_n_top: int = 5,
                           **summary)
 
 
+# The one table of summary types shared with HuggingFace: HF's XLNetSequenceSummary
+# summary_type (the original's names too) -> ours (`SequenceSummary`). HF's and the
+# original's "mean" averages over the padding too: our "mean_with_padding". Our "mean" (over
+# the real tokens) and "attn" (the original's alone) have no HF equivalent.
+OUR_SUMMARY_TYPES = {"last": "last", "first": "first", "mean": "mean_with_padding"}
+HF_SUMMARY_TYPES = {ours: hf for hf, ours in OUR_SUMMARY_TYPES.items()}
+
+
 def our_summary_type(summary_type: Optional[str]) -> Optional[str]:
-  """The `SequenceSummary` type of a head's summary: the original's (and HF's) "mean"
-  averages over the padding too, our "mean_with_padding"."""
-  return "mean_with_padding" if summary_type == "mean" else summary_type
+  """The `SequenceSummary` type of a head's summary (the original's or HF's name:
+  `OUR_SUMMARY_TYPES`; "attn" stays "attn")."""
+  return OUR_SUMMARY_TYPES.get(summary_type, summary_type)
 
 
 def head_variables(head: Head, model):

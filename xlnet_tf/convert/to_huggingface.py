@@ -20,7 +20,8 @@ chooses the HuggingFace class written into config.json's `architectures`:
 
 HF_DIR receives config.json, model.safetensors, and when MODEL_DIR has a spiece.model, that
 file with tokenizer_config.json and special_tokens_map.json (the XLNetTokenizer settings:
-do_lower_case from the spec's `uncased`, keep_accents, the special pieces); README.md (the
+do_lower_case and keep_accents from `model_directory.read_text_settings`: a fine-tuned
+model's spec, a pretrained one's text.json; the special pieces); README.md (the
 model card, YAML front matter for the Hub: licence, library, tags) and conversion.json (what
 was done). The tensors, by our released names (`xlnet_tf.released_names`):
 
@@ -74,13 +75,15 @@ from xlnet_tf import released_names as names
 from xlnet_tf import convert
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.convert import huggingface
+from xlnet_tf.convert import task_heads
+from xlnet_tf.data import tokenization
 
 CONFIG_FILE = huggingface.CONFIG_FILE
 WEIGHTS_FILE = "model.safetensors"
 assert WEIGHTS_FILE in huggingface.WEIGHT_FILES
 TOKENIZER_CONFIG_FILE = huggingface.TOKENIZER_CONFIG_FILE
 SPECIAL_TOKENS_FILE = "special_tokens_map.json"
-REPORT_FILE = "conversion.json"          # as an import's (xlnet_tf.convert.REPORT_FILE)
+REPORT_FILE = convert.REPORT_FILE        # conversion.json, as an import's
 # Everything an export writes (a previous export holds nothing else).
 EXPORT_FILES = (CONFIG_FILE, WEIGHTS_FILE, model_directory.SPIECE_FILE, TOKENIZER_CONFIG_FILE,
                 SPECIAL_TOKENS_FILE, model_card.CARD_FILE, REPORT_FILE)
@@ -90,20 +93,12 @@ _SPEC_FILES = ((model_directory.CLASSIFIER_FILE, "classifier"),
                (model_directory.SQUAD_FILE, "squad"), (model_directory.RACE_FILE, "race"),
                (model_directory.TAGGER_FILE, "tagger"),
                (model_directory.QA_SIMPLE_FILE, "qa_simple"))
-ARCHITECTURES = {
-    "pretrained": "XLNetLMHeadModel",
-    "classifier": "XLNetForSequenceClassification",
-    "squad": "XLNetForQuestionAnswering",
-    "race": "XLNetForMultipleChoice",
-    "tagger": "XLNetForTokenClassification",
-    "qa_simple": "XLNetForQuestionAnsweringSimple",
-}
-# Our summary types -> HuggingFace's XLNetSequenceSummary summary_type.
-HF_SUMMARY_TYPES = {"last": "last", "first": "first", "mean_with_padding": "mean"}
+# Our output kind -> HuggingFace's class (the import's table, `huggingface`).
+ARCHITECTURES = huggingface.KIND_ARCHITECTURES
+# Our summary types -> HuggingFace's XLNetSequenceSummary summary_type (`task_heads`).
+HF_SUMMARY_TYPES = task_heads.HF_SUMMARY_TYPES
 # Our summary activations (`sequence_summary.ACTIVATIONS`) -> HF's `summary_activation`.
-HF_SUMMARY_ACTIVATIONS = {"tanh": "tanh", "linear": "linear", "relu": "relu",
-                          "gelu": "gelu_new", "gelu_exact": "gelu", "sigmoid": "sigmoid",
-                          "silu": "silu"}
+HF_SUMMARY_ACTIVATIONS = huggingface.HF_SUMMARY_ACTIVATIONS
 
 # Per layer: (HF name under transformer.layer.{i}., ours under model/transformer/layer_{i}/,
 # transposed).
@@ -120,14 +115,21 @@ _LAYER_TENSORS = (
 )
 _PER_LAYER_BIASES = ("r_w_bias", "r_r_bias", "r_s_bias")
 
-# The XLNetTokenizer's special pieces (their ids are fixed by the released vocabulary, which
-# `tokenization.load_spiece` checks).
-SPECIAL_TOKENS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
-                  "sep_token": "<sep>", "pad_token": "<pad>", "cls_token": "<cls>",
-                  "mask_token": "<mask>"}
-ADDITIONAL_SPECIAL_TOKENS = ["<eop>", "<eod>"]
-# HuggingFace's token ids in config.json (the released vocabulary's <s>, </s>, <pad>).
-_TOKEN_IDS = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 5}
+# The XLNetTokenizer's special tokens: its names -> the ids of the released vocabulary
+# (`tokenization`, whose `load_spiece` checks them); the pieces are the vocabulary's
+# (`tokenization.SPECIAL_PIECES`).
+_PIECES = {i: piece for piece, i in tokenization.SPECIAL_PIECES.items()}
+_SPECIAL_TOKEN_IDS = {"bos_token": tokenization.BOS_ID, "eos_token": tokenization.EOS_ID,
+                      "unk_token": tokenization.UNK_ID, "sep_token": tokenization.SEP_ID,
+                      "pad_token": tokenization.PAD_ID, "cls_token": tokenization.CLS_ID,
+                      "mask_token": tokenization.MASK_ID}
+SPECIAL_TOKENS = {name: _PIECES[i] for name, i in _SPECIAL_TOKEN_IDS.items()}
+# The rest of the special pieces, in HuggingFace's order (<eop>, <eod>).
+ADDITIONAL_SPECIAL_TOKENS = [_PIECES[tokenization.EOP_ID], _PIECES[tokenization.EOD_ID]]
+assert set(SPECIAL_TOKENS.values()) | set(ADDITIONAL_SPECIAL_TOKENS) == set(_PIECES.values())
+# HuggingFace's token ids in config.json.
+_TOKEN_IDS = {f"{name}_id": _SPECIAL_TOKEN_IDS[name]
+              for name in ("bos_token", "eos_token", "pad_token")}
 
 NOT_MEASURED = "not measured (transformers/torch not installed)"
 
@@ -163,15 +165,7 @@ def detect_kind(model_dir: str) -> str:
 
 
 def _read_spec(model_dir: str, spec_file: str) -> Dict[str, Any]:
-  path = os.path.join(model_dir, spec_file)
-  try:
-    with open(path, encoding="utf-8") as f:
-      values = json.load(f)
-  except ValueError as e:
-    raise ValueError(f"{path}: not valid JSON ({e})") from None
-  if not isinstance(values, dict):
-    raise ValueError(f"{path}: expected a JSON object")
-  return values
+  return huggingface.read_json_object(os.path.join(model_dir, spec_file))
 
 
 def _hf_summary_type(model_dir: str, spec_file: str, spec: Dict[str, Any]) -> str:
@@ -273,16 +267,22 @@ def hf_tensors(model, kind: str) -> Dict[str, np.ndarray]:
 
 # ---- config.json and the tokenizer files ---------------------------------------------------
 
+# The HuggingFace defaults (`huggingface.HF_DEFAULTS`) every config.json gets, overridden
+# below by the model's own values.
+_WRITTEN_DEFAULTS = ("summary_type", "summary_use_proj", "summary_activation",
+                     "summary_last_dropout", "start_n_top", "end_n_top", "use_mems_eval",
+                     "use_mems_train")
+
+
 def hf_config(config: XLNetConfig, kind: str, model, spec: Dict[str, Any],
               source: str) -> Tuple[Dict[str, Any], List[str]]:
   """(config.json values, notes) for our model of `kind` with `config` and `spec`."""
   values = config.to_hf_dict()          # checked by `export_to_huggingface`
   notes = []
   values.update(
+      {k: v for k, v in huggingface.HF_DEFAULTS.items() if k in _WRITTEN_DEFAULTS},
       architectures=[ARCHITECTURES[kind]], model_type="xlnet", d_head=config.d_head,
-      summary_type="last", summary_use_proj=True, summary_activation="tanh",
-      summary_last_dropout=0.1, start_n_top=5, end_n_top=5, use_mems_eval=True,
-      use_mems_train=False, tie_word_embeddings=True, dtype="float32", **_TOKEN_IDS)
+      tie_word_embeddings=True, dtype="float32", **_TOKEN_IDS)
   if config.dropatt != config.dropout:
     notes.append(f"dropatt {config.dropatt} is not carried over: HuggingFace's XLNet drops "
                  f"attention probabilities at `dropout` ({config.dropout}) too")
@@ -326,15 +326,16 @@ def hf_config(config: XLNetConfig, kind: str, model, spec: Dict[str, Any],
   return dict(sorted(values.items())), notes
 
 
-def tokenizer_files(spec: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
-  """tokenizer_config.json and special_tokens_map.json for HF's XLNetTokenizer."""
+def tokenizer_files(text: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+  """tokenizer_config.json and special_tokens_map.json for HF's XLNetTokenizer; `text`:
+  the model directory's normalisation (`model_directory.read_text_settings`)."""
   mask = {"__type": "AddedToken", "content": SPECIAL_TOKENS["mask_token"], "lstrip": True,
           "rstrip": False, "normalized": True, "single_word": False, "special": True}
   tokenizer_config = {
       "tokenizer_class": "XLNetTokenizer",
-      "do_lower_case": bool(spec.get("uncased", False)),
+      "do_lower_case": bool(text["uncased"]),
       "remove_space": True,
-      "keep_accents": bool(spec.get("keep_accents", False)),
+      "keep_accents": bool(text["keep_accents"]),
       **SPECIAL_TOKENS, "mask_token": mask,
       "additional_special_tokens": list(ADDITIONAL_SPECIAL_TOKENS),
       "padding_side": "left",
@@ -522,14 +523,9 @@ def _probe_pairs(model, kind: str, hf_model, torch, tf):
   return pairs
 
 
-_CARD_TASKS = {"pretrained": "pretrained", "classifier": "classification", "squad": "squad",
-               "qa_simple": "squad", "race": "multiple_choice",
-               "tagger": "token_classification"}
-
-
 def _card(model_dir: str, kind: str, config: XLNetConfig, spec: Dict[str, Any],
           licence: str, parity: str, files: List[str], hf_values: Dict[str, Any]) -> str:
-  task = _CARD_TASKS[kind]
+  task = convert.CARD_TASKS[kind]
   labels = None
   if kind == "classifier":
     if spec.get("is_regression"):
@@ -550,6 +546,8 @@ def _card(model_dir: str, kind: str, config: XLNetConfig, spec: Dict[str, Any],
     shown_licence = licence
   details = {"HuggingFace class": f"{ARCHITECTURES[kind]} (transformers)",
              "Files": ", ".join(files)}
+  if kind in convert.CARD_HEADS:
+    details["Head"] = convert.CARD_HEADS[kind]
   if spec.get("max_seq_length"):
     details["Fine-tuned with max_seq_length"] = spec["max_seq_length"]
   if kind in ("classifier", "race"):
@@ -595,6 +593,7 @@ def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) 
   spiece = os.path.join(model_dir, model_directory.SPIECE_FILE)
   spiece = spiece if os.path.isfile(spiece) else None
   pieces = _check_spiece(spiece, config.n_token) if spiece else None
+  text = model_directory.read_text_settings(model_dir)    # the spec's, or text.json's
 
   model, spec = _load(model_dir, kind)
   tensors = hf_tensors(model, kind)
@@ -618,19 +617,15 @@ def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) 
       f.write("\n")
     if spiece:
       shutil.copyfile(spiece, os.path.join(partial, model_directory.SPIECE_FILE))
-      for name, content in tokenizer_files(spec).items():
+      for name, content in tokenizer_files(text).items():
         with open(os.path.join(partial, name), "w", encoding="utf-8") as f:
           json.dump(content, f, indent=2)
           f.write("\n")
-      if spec.get("keep_accents"):
+      if text["keep_accents"]:
         notes.append(f"{TOKENIZER_CONFIG_FILE}: keep_accents true; transformers 5's "
                      f"XLNetTokenizer strips accents whatever the flag says (its normaliser "
                      f"always applies NFKD + StripAccents), so its pieces can differ from "
                      f"ours on accented text")
-      if "uncased" not in spec:
-        notes.append(f"{TOKENIZER_CONFIG_FILE}: do_lower_case false (the source does not "
-                     f"record whether its text was lower-cased; set it to true for an "
-                     f"uncased model)")
     else:
       notes.append(f"no {model_directory.SPIECE_FILE} in the source: no tokenizer files "
                    f"written (copy the model's SentencePiece model and its tokenizer settings "
@@ -647,7 +642,7 @@ def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) 
         "files": sorted(files),
     }
     if spiece:
-      report["tokenizer"] = {k: v for k, v in tokenizer_files(spec)[TOKENIZER_CONFIG_FILE]
+      report["tokenizer"] = {k: v for k, v in tokenizer_files(text)[TOKENIZER_CONFIG_FILE]
                              .items() if k in ("do_lower_case", "keep_accents")}
     with open(os.path.join(partial, model_card.CARD_FILE), "w", encoding="utf-8") as f:
       f.write(_card(model_dir, kind, model.config, spec, licence, parity, sorted(files),
@@ -659,7 +654,7 @@ def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) 
   except BaseException:
     shutil.rmtree(partial, ignore_errors=True)
     raise
-  if worst is not None and worst > 1e-4:
+  if worst is not None and worst > huggingface.PARITY_TOLERANCE:
     logging.warning("%s: %s", output, parity)
   logging.info("exported %s (%s) to %s (%s, %d tensors); parity: %s", model_dir, kind, output,
                ARCHITECTURES[kind], len(tensors), parity)

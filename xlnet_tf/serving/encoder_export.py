@@ -14,6 +14,7 @@ TensorFlow and tensorflow-text.
 """
 
 import os
+from typing import Optional
 
 import tensorflow as tf
 
@@ -52,11 +53,18 @@ class EncoderServing(tf.Module):
 
 
 def export_encoder(model_dir: str, export_dir: str, max_seq_length: int = 128,
-                   lower: bool = False, keep_accents: bool = False) -> str:
+                   lower: Optional[bool] = None,
+                   keep_accents: Optional[bool] = None) -> str:
   """Exports the encoder of the pretrained model directory `model_dir` (with its
   spiece.model); `lower` and `keep_accents` are the text normalisation of the model
-  (uncased; accents kept). Returns export_dir."""
+  (uncased; accents kept), by default the directory's
+  (`model_directory.read_text_settings`: its text.json, else cased with accents
+  stripped). Returns export_dir."""
   export_card.check_export_dir(export_dir)
+  if lower is None or keep_accents is None:
+    settings = model_directory.read_text_settings(model_dir)
+    lower = settings["uncased"] if lower is None else lower
+    keep_accents = settings["keep_accents"] if keep_accents is None else keep_accents
   spiece_model = os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not tf.io.gfile.exists(spiece_model):
     raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "

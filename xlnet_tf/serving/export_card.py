@@ -129,19 +129,49 @@ def save(module: tf.Module, export_dir: str, model_dir: str, model,
          card: Optional[ExportCard] = None) -> str:
   """The export, whole or not at all: `module` with its `signatures()` and, with `card`,
   its README.md are written to `<export_dir>.partial-<pid>`, which is then renamed to
-  `export_dir` (checked empty by `check_export_dir` first). Returns `export_dir`."""
+  `export_dir` (checked empty by `check_export_dir` first). Whatever fails on the way
+  (saving, the parity, the card, the rename) removes the partial directory and leaves
+  `export_dir` as it was. An existing `export_dir` is never removed with its contents: a
+  local one is removed with `os.rmdir`, which refuses a directory someone has filled since
+  the check (FileExistsError); on a URL (no such call) it is checked empty again, then
+  removed. Returns `export_dir`."""
   export_dir = export_dir.rstrip("/")
   partial = f"{export_dir}.partial-{os.getpid()}"
   if tf.io.gfile.exists(partial):                # a leftover of this process's name
     tf.io.gfile.rmtree(partial)
-  tf.saved_model.save(module, partial, signatures=module.signatures())
-  if card is not None:
-    write(partial, model_dir, model, card)
-  if tf.io.gfile.exists(export_dir):
-    check_export_dir(export_dir)                 # still empty: nothing of anyone's is lost
-    tf.io.gfile.rmtree(export_dir)
-  tf.io.gfile.rename(partial, export_dir)
+  try:
+    tf.saved_model.save(module, partial, signatures=module.signatures())
+    if card is not None:
+      write(partial, model_dir, model, card)
+    rename_over_empty(partial, export_dir)
+  except BaseException:
+    try:
+      if tf.io.gfile.exists(partial):
+        tf.io.gfile.rmtree(partial)
+    except (OSError, tf.errors.OpError):         # the first error is the one to report
+      pass
+    raise
   return export_dir
+
+
+def rename_over_empty(partial: str, export_dir: str) -> None:
+  """Renames the complete export `partial` to `export_dir`, which must not exist or be an
+  empty directory: a local one is removed with `os.rmdir` (FileExistsError if it is not
+  empty by now); on a URL it is checked empty again and removed."""
+  if paths.is_url(export_dir):
+    if tf.io.gfile.exists(export_dir):
+      check_export_dir(export_dir)               # still empty: nothing of anyone's is lost
+      tf.io.gfile.rmtree(export_dir)
+    tf.io.gfile.rename(partial, export_dir)
+    return
+  if os.path.lexists(export_dir):
+    try:
+      os.rmdir(export_dir)                       # only ever an empty directory
+    except OSError as e:
+      raise FileExistsError(f"--export_dir {export_dir} is not empty (any more) or not a "
+                            f"directory ({e.strerror}); an export never overwrites: give "
+                            f"a new directory") from None
+  os.rename(partial, export_dir)
 
 
 # ---- the cards of the exports ---------------------------------------------------------------
@@ -209,4 +239,6 @@ def encoder_card(module) -> ExportCard:
       task="pretrained", title="XLNet encoder (feature extraction), SavedModel",
       python_fn=module.serve_text, inputs={"text": list(PROBE_TEXTS)},
       keys=("hidden_states", "summary"),
-      details={"max_seq_length": module.max_seq_length})
+      details={"max_seq_length": module.max_seq_length,
+               "uncased": module.text_encoder.lower,
+               "keep_accents": module.text_encoder.keep_accents})

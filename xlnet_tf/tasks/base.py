@@ -139,6 +139,31 @@ class XLNetTask(base_task.Task):
       config = XLNetConfig(**given)
     return finetuning.finetune_config(config, params.model.dropout, params.model.dropatt)
 
+  def check_text_settings(self) -> None:
+    """Raises ValueError when `task.init_checkpoint` records a text normalisation
+    (text.json, or a fine-tuned model's spec file; `model_directory.read_text_settings`)
+    the task's input pipeline cannot give: `uncased` differing from `task.uncased`, or
+    `keep_accents` (the tasks' pipelines strip accents). A directory recording neither
+    (released, or converted before text.json) is not checked."""
+    params = self.task_config
+    if not params.init_checkpoint or not hasattr(params, "uncased"):
+      return
+    directory = self.init_dir()
+    source = model_directory.text_settings_file(directory)
+    if source is None:
+      return
+    text = model_directory.read_text_settings(directory)
+    if text["uncased"] != bool(params.uncased):
+      raise ValueError(
+          f"task.uncased={bool(params.uncased)} differs from the init_checkpoint's "
+          f"uncased={text['uncased']} ({source}); set task.uncased to "
+          f"{text['uncased']}")
+    if text["keep_accents"]:
+      raise ValueError(
+          f"task.init_checkpoint: {source} records keep_accents=true, but the tasks' input "
+          f"pipelines strip accents (tokenization.normalize_text); fine-tune a model "
+          f"whose text has its accents stripped")
+
   def init_dir(self) -> str:
     """`task.init_checkpoint` as a directory: a preset name ("xlnet_base_cased", see
     `xlnet_tf.presets`) is its cached model, downloaded and converted on first use."""
@@ -164,6 +189,7 @@ class XLNetTask(base_task.Task):
     before anything is built: the network, and the SentencePiece model and batch size of
     the splits the run reads."""
     self.xlnet_config()
+    self.check_text_settings()
     splits = (([self.task_config.train_data] if training else []) +
               ([self.task_config.validation_data] if evaluating else []))
     for data in splits:

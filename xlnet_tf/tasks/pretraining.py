@@ -187,7 +187,9 @@ class PretrainingTask(base.XLNetTask):
 
   def save_model_dir(self, model, directory, metrics=None):
     del metrics
-    pretrained.save_pretrained(model, directory, self.spiece_model())
+    uncased = bool(self.manifest()["settings"].get("uncased", False))
+    pretrained.save_pretrained(model, directory, self.spiece_model(),
+                               text={"uncased": uncased, "keep_accents": False})
 
   def load_model_dir(self, directory):
     return pretrained.load_pretrained(directory)

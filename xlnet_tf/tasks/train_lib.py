@@ -52,6 +52,7 @@ import tensorflow as tf
 
 from xlnet_tf import model_directory
 from xlnet_tf import paths
+from xlnet_tf.serving import export_card
 from xlnet_tf.tasks import base
 from xlnet_tf.tasks import pretraining as pretraining_task
 from xlnet_tf.training import finetuning
@@ -292,10 +293,13 @@ def export(task: base.XLNetTask, model_dir: str, export_dir: Optional[str] = Non
     raise FileNotFoundError(f"{model_dir}: neither {BEST_DIR}/ nor {FINAL_DIR}/ exists "
                             f"(train first: --mode=train or train_and_eval)")
   partial = f"{export_dir.rstrip('/')}.partial-{os.getpid()}"
-  task.export(source, partial)
-  if tf.io.gfile.exists(export_dir):
-    tf.io.gfile.rmtree(export_dir)                  # empty (checked above)
-  tf.io.gfile.rename(partial, export_dir)
+  task.export(source, partial)                      # whole or not at all (export_card.save)
+  try:
+    export_card.rename_over_empty(partial, export_dir.rstrip("/"))   # never over contents
+  except BaseException:
+    if tf.io.gfile.exists(partial):
+      tf.io.gfile.rmtree(partial)
+    raise
   print(f"exported {source} to {export_dir}")
   return export_dir
 
