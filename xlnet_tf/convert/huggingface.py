@@ -716,12 +716,7 @@ def _summary_head(weights: HFSourceWeights, architecture: str, labels, notes, ra
   task_name = str(weights.hf_config.get("finetuning_task") or "huggingface")
   names_found = None
   if not is_regression:
-    names_found = _labels(weights, "logits_proj.weight", outputs)
-    if labels is not None:
-      if len(labels) != outputs:
-        raise ValueError(f"--labels {list(labels)}: {len(labels)} labels, but the head's "
-                         f"logits_proj.weight has {outputs} outputs")
-      names_found = tuple(labels)
+    names_found = _given_labels(weights, "logits_proj.weight", outputs, labels)
   else:
     _one_output_id2label(weights)
     if labels is not None:
@@ -734,6 +729,18 @@ def _summary_head(weights: HFSourceWeights, architecture: str, labels, notes, ra
       (names.SUMMARY_PROJECTION if use_proj else ()), task_name=task_name,
       is_regression=is_regression, num_outputs=outputs, summary_type=summary_type,
       use_proj=use_proj, activation=activation, labels=names_found)
+
+
+def _given_labels(weights: HFSourceWeights, tensor: str, outputs: int, labels):
+  """--labels if given (as many as the head's outputs), else config.json's id2label
+  (checked against the head either way)."""
+  found = _labels(weights, tensor, outputs)
+  if labels is None:
+    return found
+  if len(labels) != outputs:
+    raise ValueError(f"--labels {list(labels)}: {len(labels)} labels, but the head's "
+                     f"{tensor} has {outputs} outputs")
+  return tuple(labels)
 
 
 def _one_output_id2label(weights: HFSourceWeights) -> None:
@@ -759,12 +766,7 @@ def _tagger_head(weights: HFSourceWeights, architecture, labels, notes):
       "classifier.weight": ([outputs, d], f"[num_labels, d_model], d_model {d}"),
       "classifier.bias": ([outputs], f"[num_labels]: classifier.weight has {outputs} "
                                      f"outputs")})
-  tags = _labels(weights, "classifier.weight", outputs)
-  if labels is not None:
-    if len(labels) != outputs:
-      raise ValueError(f"--labels {list(labels)}: {len(labels)} labels, but the head's "
-                       f"classifier.weight has {outputs} outputs")
-    tags = tuple(labels)
+  tags = _given_labels(weights, "classifier.weight", outputs, labels)
   _linear(weights, "classifier", "classifier")
   notes.append("XLNetForTokenClassification has no dropout in front of its classifier; the "
                "tagger's dropout_rate is 0.0 (the same)")

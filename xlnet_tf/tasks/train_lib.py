@@ -107,26 +107,26 @@ def strategy_of(params) -> tf.distribute.Strategy:
       num_gpus=runtime.num_gpus, tpu_address=runtime.tpu)
 
 
+def _run_options(params, model_dir, stop_at_step) -> Dict[str, Any]:
+  """The options fine-tuning and pretraining share: the trainer section, the warm start
+  (a preset name resolved) and task.optimization."""
+  return dict(model_dir=model_dir, train_steps=params.trainer.train_steps,
+              stop_at_step=stop_at_step, steps_per_loop=params.trainer.steps_per_loop,
+              save_steps=params.trainer.checkpoint_interval,
+              max_checkpoints=params.trainer.max_to_keep,
+              init_checkpoint=base.init_dir(params.task.init_checkpoint) or None,
+              **params.task.optimization.as_dict())
+
+
 def finetune_options(params, model_dir, stop_at_step=None) -> finetuning.FinetuneOptions:
   """`finetuning.FinetuneOptions` of an experiment (task.optimization + trainer)."""
-  return finetuning.FinetuneOptions(
-      model_dir=model_dir, train_steps=params.trainer.train_steps, stop_at_step=stop_at_step,
-      steps_per_loop=params.trainer.steps_per_loop,
-      save_steps=params.trainer.checkpoint_interval,
-      max_checkpoints=params.trainer.max_to_keep,
-      init_checkpoint=base.init_dir(params.task.init_checkpoint) or None,
-      **params.task.optimization.as_dict())
+  return finetuning.FinetuneOptions(**_run_options(params, model_dir, stop_at_step))
 
 
 def _pretrain_options(params, model_dir, stop_at_step=None) -> pretraining.PretrainOptions:
   """`pretraining.PretrainOptions` of an experiment (task.optimization + trainer)."""
-  return pretraining.PretrainOptions(
-      model_dir=model_dir, train_steps=params.trainer.train_steps, stop_at_step=stop_at_step,
-      steps_per_loop=params.trainer.steps_per_loop,
-      save_steps=params.trainer.checkpoint_interval,
-      max_checkpoints=params.trainer.max_to_keep,
-      init_checkpoint=base.init_dir(params.task.init_checkpoint) or None,
-      final_dir=os.path.join(model_dir, FINAL_DIR), **params.task.optimization.as_dict())
+  return pretraining.PretrainOptions(final_dir=os.path.join(model_dir, FINAL_DIR),
+                                     **_run_options(params, model_dir, stop_at_step))
 
 
 class TaskEvaluator(orbit.AbstractEvaluator):
