@@ -23,6 +23,7 @@ from data_prep import corpus  # noqa: E402
 from data_prep import pipeline  # noqa: E402
 from data_prep import sampling  # noqa: E402
 from data_prep.pretraining_rows import RowSettings  # noqa: E402
+from xlnet_tf import console  # noqa: E402
 from xlnet_tf import paths  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -110,5 +111,11 @@ def summary(manifest, output_dir: str) -> str:
           f"{counts['overlong_lines']} overlong lines; manifest in {output_dir}")
 
 
+def run():
+  """The console command `xlnet-create-pretraining-data` (pyproject.toml's
+  [project.scripts])."""
+  console.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

@@ -23,6 +23,7 @@ from absl import app
 from absl import flags
 import sentencepiece as spm
 
+from xlnet_tf import console
 from xlnet_tf import paths
 from xlnet_tf.data import tokenization
 
@@ -271,6 +272,11 @@ def main(argv):
     raise SystemExit(f"train_sentencepiece: {e}") from None
 
 
-if __name__ == "__main__":
+def run():
+  """The console command `xlnet-train-sentencepiece` (pyproject.toml's [project.scripts])."""
   define_flags()
-  app.run(main)
+  console.run(main, __name__)
+
+
+if __name__ == "__main__":
+  run()

@@ -67,10 +67,12 @@ from data_prep import pipeline  # noqa: E402
 from data_prep import train_sentencepiece  # noqa: E402
 from data_prep.pretraining_rows import RowSettings  # noqa: E402
 from xlnet_tf.data import pretrain_dataset  # noqa: E402
+from xlnet_tf.data import sample_data  # noqa: E402
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_ROOT = os.path.dirname(_HERE)
-_CORPUS = os.path.join(_ROOT, "data_prep", "sample_data", "moby_dick", "*.txt")
+# The directory holding the packages (the checkout, or site-packages): the launched
+# processes import them from there.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_CORPUS = sample_data.path("moby_dick", "*.txt")
 
 _INPUT = flags.DEFINE_string("input_glob", _CORPUS, "Text to preprocess.")
 _FORMAT = flags.DEFINE_string("input_format", "document_per_file", "As in "

@@ -26,11 +26,11 @@ from data_prep import train_sentencepiece  # noqa: E402
 from experiments.timing import median_seconds  # noqa: E402
 from xlnet_tf import model_directory  # noqa: E402
 from xlnet_tf.configs import XLNetConfig  # noqa: E402
+from xlnet_tf.data import sample_data  # noqa: E402
 from xlnet_tf.models.xlnet_classifier import build_classifier  # noqa: E402
 from xlnet_tf.serving.export import export_classifier  # noqa: E402
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_DATA = os.path.join(os.path.dirname(_HERE), "data_prep", "sample_data")
+_DATA = sample_data.root()
 _LAYERS = flags.DEFINE_integer("n_layer", 12, "Layers.")
 _D_MODEL = flags.DEFINE_integer("d_model", 768, "Hidden size (heads of 64).")
 _SEQ = flags.DEFINE_integer("max_seq_length", 128, "Sequence length.")

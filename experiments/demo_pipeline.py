@@ -41,12 +41,15 @@ from official.core import exp_factory
 from official.core import task_factory
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import classifier_tasks
+from xlnet_tf.data import sample_data
 from xlnet_tf.serving import export
 from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import train_lib
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MOBY_DICK_GLOB = os.path.join(REPO, "data_prep", "sample_data", "moby_dick", "chapter_*.txt")
+MOBY_DICK_GLOB = sample_data.path("moby_dick", "chapter_*.txt")
+# Run as a script (it imports nothing of xlnet_tf); beside this module, in a checkout and in
+# an installed wheel alike.
+CLASSIFY_TEXT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "classify_text.py")
 TASK = "movie_reviews"
 STAGES = ("corpus", "spiece", "records", "pretrain", "finetune", "export", "serve")
 DEMO_SENTENCES = (
@@ -323,7 +326,7 @@ def serve(work_dir: str, settings: DemoSettings,
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
   with tempfile.TemporaryDirectory() as empty:
     result = subprocess.run(
-        [sys.executable, os.path.join(REPO, "experiments", "classify_text.py"),
+        [sys.executable, CLASSIFY_TEXT,
          "--saved_model", os.path.abspath(saved_model), "--json", *sentences],
         cwd=empty, env=env, capture_output=True, text=True, timeout=600)
   if result.returncode != 0:

@@ -17,6 +17,7 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from xlnet_tf import console  # noqa: E402
 from xlnet_tf import model_directory  # noqa: E402
 from xlnet_tf import paths  # noqa: E402
 from xlnet_tf.serving import export  # noqa: E402
@@ -47,5 +48,10 @@ def main(argv):
   print(f"exported {model_dir} to {_EXPORT_DIR.value}")
 
 
+def run():
+  """The console command `xlnet-export` (pyproject.toml's [project.scripts])."""
+  console.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

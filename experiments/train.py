@@ -25,6 +25,7 @@ from official.common import flags as tfm_flags  # noqa: E402
 from official.core import train_utils  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from xlnet_tf import console  # noqa: E402
 import xlnet_tf.tasks.experiments  # noqa: E402,F401  (registers the experiments)
 from xlnet_tf.tasks import train_lib  # noqa: E402
 from xlnet_tf.training import run_directory  # noqa: E402
@@ -52,7 +53,7 @@ def main(argv):
     raise SystemExit(f"train: {e}") from None
 
 
-if __name__ == "__main__":
+def define_flags():
   tfm_flags.define_flags()
   delattr(FLAGS, "mode")               # Model Garden's enum has no export mode
   flags.DEFINE_enum("mode", None, list(train_lib.MODES), "What to run: train, eval, "
@@ -62,4 +63,13 @@ if __name__ == "__main__":
   flags.DEFINE_string("export_dir", None, "--mode=export: where the SavedModel goes "
                       "(default MODEL_DIR/export).")
   flags.mark_flags_as_required(["experiment", "mode", "model_dir"])
-  app.run(main)
+
+
+def run():
+  """The console command `xlnet-train` (pyproject.toml's [project.scripts])."""
+  define_flags()
+  console.run(main, __name__, flag_modules=("official.common.flags",))
+
+
+if __name__ == "__main__":
+  run()

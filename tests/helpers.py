@@ -14,6 +14,7 @@ from data_prep import pipeline
 from data_prep.pretraining_rows import RowSettings
 from xlnet_tf import synthetic
 from xlnet_tf.data import pretrain_reader
+from xlnet_tf.data import sample_data
 from xlnet_tf.configs import XLNetConfig
 
 
@@ -99,8 +100,7 @@ def pretraining_inputs(rng, batch, seqlen, num_predict, num_targets, vocab=50,
 
 
 # The bundled corpus: Moby-Dick, one chapter per file, one paragraph per line.
-CORPUS_GLOB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "data_prep", "sample_data", "moby_dick", "*.txt")
+CORPUS_GLOB = sample_data.path("moby_dick", "*.txt")
 
 # Pretraining records of the tests: small rows, bi_data over 2 cores, 2 passes, and a
 # chunk size that cuts the first 24 chapters (173 kB) into 2 chunks (so 4 shards).

@@ -20,6 +20,7 @@ line naming the flag, the file or the variable.
 from absl import app
 from absl import flags
 
+from xlnet_tf import console
 from xlnet_tf.convert import ConvertOptions
 from xlnet_tf.convert import convert
 from xlnet_tf.convert import task_heads
@@ -157,5 +158,10 @@ def main(argv):
     print(f"  SavedModel: {report['saved_model']}")
 
 
+def run():
+  """The console command `xlnet-convert` (pyproject.toml's [project.scripts])."""
+  console.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

@@ -31,11 +31,10 @@ import os
 import re
 from typing import Dict, List, Optional, Sequence
 
+from xlnet_tf.data import sample_data
 from xlnet_tf.data.tagging_features import TaggedSentence
 
-BROWN_DIR = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-    "data_prep", "sample_data", "brown")
+BROWN_DIR = sample_data.path("brown")
 CATEGORIES_FILE = "cats.txt"
 TAGSETS = ("brown", "base")
 SPLIT_PERCENT = (("train", 80), ("dev", 10), ("test", 10))

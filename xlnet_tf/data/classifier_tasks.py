@@ -76,14 +76,14 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from absl import logging
 
+from xlnet_tf.data import sample_data
+
 Label = Union[str, float, None]
 Column = Union[str, int]
 
 SPLITS = ("train", "dev", "test")
 
-MOVIE_REVIEWS_DIR = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-    "data_prep", "sample_data", "sentiment")
+MOVIE_REVIEWS_DIR = sample_data.path("sentiment")
 MOVIE_REVIEWS_FILE = "movieReviewSnippets_GroundTruth.txt"
 
 
