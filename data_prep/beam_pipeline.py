@@ -27,9 +27,9 @@ a gs:// SentencePiece model is copied to a local temporary file once per worker 
 
 Runners (the workers need this repository's `data_prep` and `xlnet_tf` packages and the
 packages of requirements.txt + requirements-beam.txt, at the versions of the launching
-machine: build an SDK container, since installing TensorFlow at every worker start
-through --requirements_file is slow, and --setup_file needs a setup.py that packages
-`data_prep` too, which pyproject.toml does not; see README, "On a distributed engine"):
+machine: build the SDK container of Dockerfile.beam (how: its header), since installing
+TensorFlow at every worker start through --requirements_file is slow; see
+docs/pretraining-data.md, "On a distributed engine"):
 
   # DirectRunner, in this process (add `-- --direct_num_workers=2
   # --direct_running_mode=multi_processing` for worker processes)

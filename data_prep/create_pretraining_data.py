@@ -1,9 +1,11 @@
 r"""Corpus -> pretraining TFRecords with offline targets and factorization orders.
 
-  python -m data_prep.create_pretraining_data \
+  xlnet-create-pretraining-data \
       --input_glob='corpus/*.txt' --spiece_model=spiece.model --output_dir=records \
       --seq_len=512 --reuse_len=256 --bsz_per_host=32 --num_core_per_host=8 --bi_data \
       --num_predict=85 --num_passes=20 --num_workers=8
+
+(`python -m data_prep.create_pretraining_data ...` works the same from a checkout.)
 
 Writes `pretrain-c*-p*.tfrecord` shards (with `.stats.json` beside each) and, last,
 `manifest.json` (or one `manifest.task-*.json` per --task_index), which

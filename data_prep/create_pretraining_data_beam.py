@@ -20,8 +20,9 @@ for byte, for the same flags. Beyond them:
 
 Bad input (a missing SentencePiece model, a glob that matches nothing, an unwritable
 --output_dir, inconsistent flags) fails with a message naming the flag before the pipeline
-is launched. Commands for Dataflow, Flink and Spark, and what their workers need: see
-`data_prep.beam_pipeline` and README ("On a distributed engine").
+is launched. Commands for Dataflow, Flink and Spark, and what their workers need (the
+image of Dockerfile.beam): see `data_prep.beam_pipeline` and docs/pretraining-data.md
+("On a distributed engine").
 """
 
 import os

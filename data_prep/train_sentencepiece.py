@@ -1,7 +1,8 @@
 r"""Trains a SentencePiece model with the XLNet recipe and the released special ids.
 
-  python -m data_prep.train_sentencepiece \
-      --input 'corpus/*.txt' --model_prefix out/spiece --vocab_size 32000
+  xlnet-train-sentencepiece --input 'corpus/*.txt' --model_prefix out/spiece --vocab_size 32000
+
+(`python -m data_prep.train_sentencepiece ...` works the same from a checkout.)
 
 Writes `out/spiece.model` and `out/spiece.vocab`. The recipe is the released one: unigram,
 character coverage 0.99995, control symbols <cls> <sep> <pad> <mask> <eod> and user-defined

@@ -1,7 +1,10 @@
 r"""Classifies raw sentences with an exported SavedModel, using nothing of xlnet_tf.
 
-  python experiments/classify_text.py --saved_model=export/sentiment \
+  xlnet-classify --saved_model=export/sentiment \
       "A gripping, beautifully acted film." "Ninety minutes of tedium."
+
+(`python -m experiments.classify_text ...` or `python experiments/classify_text.py ...`
+works the same from a checkout; the file alone is enough where the SavedModel is served.)
 
 Only `tensorflow` and `tensorflow_text` (for the in-graph SentencePiece ops) are imported,
 so this runs wherever the SavedModel is served. The `serving_default` signature of
@@ -35,7 +38,8 @@ def classify(saved_model_dir, texts_a, texts_b=None):
 
 
 def main(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--saved_model", required=True, help="An exported SavedModel directory.")
   parser.add_argument("--json", action="store_true", help="One JSON object per line.")
   parser.add_argument("sentences", nargs="+", help="Raw UTF-8 sentences.")

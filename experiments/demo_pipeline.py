@@ -9,7 +9,8 @@
             from a random start): the xlnet/classification experiment; accuracy on the
             held-out dev and test splits
   export    a SavedModel serving raw text (xlnet_tf.serving.export)
-  serve     experiments/classify_text.py in a fresh process: no xlnet_tf on its path
+  serve     experiments/classify_text.py in a fresh process (it imports only TensorFlow
+            and tensorflow-text)
 
 Every stage writes its outputs into WORK_DIR/<stage>/ and, last, `stage.json` (its
 settings and summary). A stage whose `stage.json` holds the same settings is reused;
@@ -321,7 +322,8 @@ def export_model(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
 
 def serve(work_dir: str, settings: DemoSettings,
           sentences=DEMO_SENTENCES) -> Dict[str, Any]:
-  """Runs classify_text.py in a fresh interpreter, outside the repository, no PYTHONPATH."""
+  """Runs classify_text.py (it imports only TensorFlow and tensorflow-text) in a fresh
+  interpreter, in an empty directory, without PYTHONPATH."""
   saved_model = os.path.join(stage_dir(work_dir, "export"), "saved_model")
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
   with tempfile.TemporaryDirectory() as empty:

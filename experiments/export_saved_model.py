@@ -1,9 +1,10 @@
 r"""Exports a fine-tuned classifier as a SavedModel that serves raw text.
 
-  python -m experiments.export_saved_model --model_dir=runs/sst2 --export_dir=export/sst2
+  xlnet-export --model_dir=runs/sst2 --export_dir=export/sst2
   saved_model_cli run --dir export/sst2 --tag_set serve --signature_def serving_default \
       --input_exprs 'text_a=["a gripping, beautifully acted film"]'
 
+(`python -m experiments.export_saved_model ...` works the same from a checkout.)
 --model_dir is run_classifier's --model_dir (the model is in MODEL_DIR/final) or that
 `final` directory itself. See `xlnet_tf.serving.export` for the signatures. The paths are
 checked before the model is loaded: a bad one ends the run with one line naming the flag.

@@ -1,10 +1,14 @@
 r"""The Model Garden driver: one experiment, configured by YAML and overrides, trained,
 evaluated, both, or exported.
 
-  python -m experiments.train --experiment=xlnet/classification \
+  xlnet-train --experiment=xlnet/classification \
       --config_file=experiments/configs/classification_demo.yaml \
       --params_override="task.train_data.spiece_model=runs/demo/spiece/spiece.model,task.validation_data.spiece_model=runs/demo/spiece/spiece.model" \
       --mode=train_and_eval --model_dir=runs/demo_classifier
+
+(`python -m experiments.train ...` works the same from a checkout.) The YAML files are
+experiments/configs/ of a checkout, installed with the package too (its experiments/
+directory); --config_file takes a path.
 
 Flags are Model Garden's (`official.common.flags`): --experiment (xlnet/classification,
 xlnet/squad, xlnet/race, xlnet/tagging, xlnet/pretraining), --config_file (repeatable,

@@ -36,21 +36,25 @@ def max_rel_error(actual, reference) -> float:
 
 # ---- a fresh process: serving with TensorFlow and tensorflow-text only -----------------------
 
-# Before the script of `run_fresh`: the imports a server has, whether xlnet_tf imports, and
-# the request.
+# Before the script of `run_fresh`: our packages made unimportable (the checkout's venv has
+# them installed, editable), every attempt to import one recorded, then the imports a server
+# has and the request.
 _FRESH_START = r"""
 import json, sys
+attempted = []
+class _NotOurs:
+  def find_spec(self, name, path=None, target=None):
+    if name.split(".")[0] in ("xlnet_tf", "data_prep", "experiments"):
+      attempted.append(name)
+      raise ImportError(f"{name}: a server has none of xlnet_tf's code")
+    return None
+sys.meta_path.insert(0, _NotOurs())
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
-try:
-  import xlnet_tf  # noqa: F401
-  ours = True
-except ImportError:
-  ours = False
 request = json.loads(sys.stdin.read())
 """
 _FRESH_END = r"""
-print(json.dumps({"xlnet_tf_importable": ours, "result": result}))
+print(json.dumps({"attempted_imports": attempted, "result": result}))
 """
 
 # Calls one signature of a SavedModel; its outputs as lists, strings decoded.
@@ -69,16 +73,17 @@ result = {k: plain(v.numpy().tolist()) for k, v in out.items()}
 
 def run_fresh(script: str, request: Any, cwd) -> Any:
   """Runs `script` in a fresh interpreter started in `cwd` (an empty directory) with no
-  PYTHONPATH: only the installed packages (TensorFlow, tensorflow-text) can be imported,
-  not xlnet_tf (checked). The script sees `json`, `tf` and `request` (sent as JSON) and
-  sets `result`, which is returned (through JSON)."""
+  PYTHONPATH and xlnet_tf, data_prep and experiments blocked: only TensorFlow,
+  tensorflow-text and the like can be imported, and the script may not even try to import
+  ours (checked). The script sees `json`, `tf` and `request` (sent as JSON) and sets
+  `result`, which is returned (through JSON)."""
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
   done = subprocess.run([sys.executable, "-c", _FRESH_START + script + _FRESH_END],
                         cwd=os.fspath(cwd), env=env, input=json.dumps(request),
                         capture_output=True, text=True, check=False)
   assert done.returncode == 0, done.stderr[-3000:]
   reply = json.loads(done.stdout.strip().splitlines()[-1])
-  assert reply["xlnet_tf_importable"] is False
+  assert reply["attempted_imports"] == [], reply["attempted_imports"]
   return reply["result"]
 
 

@@ -105,6 +105,24 @@ def test_hf_pytorch_bin_directory(tmp_path):
     convert(os.fspath(tmp_path / "hf"), os.fspath(tmp_path / "out2"))
 
 
+def test_hf_pytorch_bin_without_torch_names_the_extra(tmp_path, monkeypatch):
+  """Without PyTorch a pytorch_model.bin is refused with what to install (the command
+  prints it as one line), not a bare ImportError."""
+  import torch
+  hf_model = make_hf_model(small_config(), seed=5)
+  hf_model.save_pretrained(os.fspath(tmp_path / "hf"))
+  os.remove(tmp_path / "hf" / "model.safetensors")
+  torch.save(hf_model.state_dict(), tmp_path / "hf" / "pytorch_model.bin")
+  monkeypatch.setitem(sys.modules, "torch", None)              # import raises ImportError
+  binary = tmp_path / "hf" / "pytorch_model.bin"
+  with pytest.raises(ImportError) as raised:
+    convert(os.fspath(tmp_path / "hf"), os.fspath(tmp_path / "out"))
+  assert str(raised.value) == (
+      f"{binary}: reading pytorch_model.bin needs PyTorch (install xlnet_tf[huggingface]); "
+      f"a model.safetensors file needs only the safetensors package")
+  assert not (tmp_path / "out").exists()
+
+
 def test_task_heads_and_optimizer_slots_are_left_out_and_reported(sources):
   config, arrays, tmp = sources
   heads = {"model/sequnece_summary/summary/kernel": np.zeros([16, 16], np.float32),

@@ -624,10 +624,11 @@ def test_without_transformers_the_parity_is_not_measured(pretrained_dir, tmp_pat
                                                          monkeypatch):
   monkeypatch.setitem(sys.modules, "transformers", None)      # import raises ImportError
   report = export_to_huggingface(os.fspath(pretrained_dir), os.fspath(tmp_path / "hf"))
-  assert report["parity"] == "not measured (transformers/torch not installed)"
+  assert report["parity"] == ("not measured (transformers/torch not installed: install "
+                              "xlnet_tf[huggingface])")
   assert report["max_abs_diff"] is None
   card = (tmp_path / "hf" / "README.md").read_text()
-  assert "- **Parity**: not measured (transformers/torch not installed)" in card
+  assert f"- **Parity**: {report['parity']}" in card
 
 
 def test_round_trip_keeps_the_tokenizer_settings(tmp_path):

@@ -391,10 +391,10 @@ def test_parity_not_measured_without_transformers(tmp_path, monkeypatch):
   _, source = _hf_dir(tmp_path, transformers.XLNetForTokenClassification, num_labels=3)
   monkeypatch.setitem(sys.modules, "transformers", None)        # import fails
   report = convert(source, os.fspath(tmp_path / "out"))
-  assert report["parity"] == {"measured": False,
-                              "text": "not measured (transformers/torch not installed)"}
+  text = "not measured (transformers/torch not installed: install xlnet_tf[huggingface])"
+  assert report["parity"] == {"measured": False, "text": text}
   card = open(tmp_path / "out" / "README.md", encoding="utf-8").read()
-  assert "- **Parity**: not measured (transformers/torch not installed)" in card
+  assert f"- **Parity**: {text}" in card
 
 
 def test_keep_accents_reaches_the_saved_model(tmp_path):

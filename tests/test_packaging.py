@@ -1,15 +1,18 @@
 """Packaging: pyproject.toml declares what the code imports and agrees with the pinned
-locks (requirements*.txt); the console commands point at functions that exist; and (slow)
-a built wheel installs into a fresh venv whose commands run outside the checkout, with the
-bundled sample data."""
+locks (requirements*.txt); the console commands point at functions that exist; the Beam
+worker image (Dockerfile.beam, which cannot be built here) is made of the same pins and
+files; and (slow) a built wheel installs into a fresh venv whose commands run outside the
+checkout, with the bundled sample data."""
 
 import ast
+import fnmatch
 import glob
 import importlib.metadata
 import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -27,7 +30,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("xlnet_tf", "data_prep", "experiments")
 # Each dependency group of pyproject.toml and its pinned lock.
 LOCKS = {None: "requirements.txt", "beam": "requirements-beam.txt",
-         "test": "requirements-test.txt"}
+         "huggingface": "requirements-test.txt", "test": "requirements-test.txt"}
+# Extras whose lines are a part of another extra's (the same requirements, spelled out; see
+# pyproject.toml): their lock is that part of the other's lock file.
+PART_OF = {"huggingface": "test"}
 # Import name (top-level module; google.* by its second part) -> distribution.
 IMPORT_TO_DIST = {
     "absl": "absl-py",
@@ -99,6 +105,15 @@ def _locked(filename):
         assert name not in pins, f"{filename}:{number}: {requirement.name} again"
         pins[name] = requirement
   return pins
+
+
+def _lock_of(group):
+  """(lock file, {canonical name: Requirement}) of a dependency group: its lock file, or
+  for a PART_OF extra the lines of its declared names (the rest are the other extra's)."""
+  pins = _locked(LOCKS[group])
+  if group in PART_OF:
+    pins = {name: r for name, r in pins.items() if name in _declared(group)}
+  return LOCKS[group], pins
 
 
 def _exact_version(requirement):
@@ -222,9 +237,9 @@ def test_the_import_names_map_to_the_installed_distributions():
 
 @pytest.mark.parametrize("group", list(LOCKS), ids=lambda g: g or "runtime")
 def test_pyproject_and_the_lock_agree(group):
-  lock = LOCKS[group]
+  lock, pinned = _lock_of(group)
   where = "dependencies" if group is None else f"optional-dependencies.{group}"
-  declared, pinned = _declared(group), _locked(lock)
+  declared = _declared(group)
   assert not set(declared) - set(pinned), (
       f"pyproject.toml's {where} has {sorted(set(declared) - set(pinned))}, {lock} not")
   assert not set(pinned) - set(declared), (
@@ -246,6 +261,18 @@ def test_pyproject_has_no_extra_without_a_lock():
   assert extras == {g for g in LOCKS if g is not None}, extras
 
 
+def test_the_test_extra_is_the_huggingface_extra_and_pytest():
+  """[test] spells out [huggingface]'s lines (no self-reference, see pyproject.toml), the
+  same requirements, plus pytest; a PART_OF extra's lines are all in the other extra."""
+  for part, whole in PART_OF.items():
+    part_lines, whole_lines = _declared(part), _declared(whole)
+    differ = {name: (str(r), str(whole_lines.get(name))) for name, r in part_lines.items()
+              if str(whole_lines.get(name)) != str(r)}
+    assert not differ, f"[{part}]'s lines differ in [{whole}]: {differ}"
+  assert set(_declared("test")) == set(_declared("huggingface")) | {"pytest"}
+  assert set(_declared("huggingface")) == {"torch", "transformers"}
+
+
 def test_requires_python_fits_the_pins_and_the_makefile():
   """Every Python that pyproject.toml admits is admitted by each pinned distribution that is
   installed here at its pinned version (numpy 2.4.6 needs 3.11), and the Makefile checks
@@ -254,7 +281,7 @@ def test_requires_python_fits_the_pins_and_the_makefile():
   admitted = [f"3.{minor}" for minor in range(8, 20) if requires.contains(f"3.{minor}.0")]
   assert f"{sys.version_info[0]}.{sys.version_info[1]}" in admitted, admitted
   refused, checked = [], 0
-  for lock in LOCKS.values():
+  for lock in sorted(set(LOCKS.values())):
     for name, requirement in _locked(lock).items():
       version = _exact_version(requirement)
       try:
@@ -290,6 +317,138 @@ def test_the_console_commands_point_at_functions():
     if function not in defined:
       missing.append(f"{command}: {target}: no function {function} in {path}")
   assert not missing, missing
+
+
+# ---- Dockerfile.beam: the Beam workers' image (no docker daemon here: what can be read) ---
+
+DOCKERFILE = "Dockerfile.beam"
+# The Beam Python SDK image: apache/beam_python3.11_sdk:2.77.0.
+_SDK_IMAGE = re.compile(r"apache/beam_python3\.(\d+)_sdk:(\S+)")
+
+
+def _instructions(filename=DOCKERFILE):
+  """[(INSTRUCTION, arguments)] of a Dockerfile: comments dropped, continuations joined."""
+  with open(os.path.join(ROOT, filename), encoding="utf-8") as f:
+    lines = [line.rstrip("\n") for line in f if not line.lstrip().startswith("#")]
+  text = re.sub(r"\\\n\s*", " ", "\n".join(lines))
+  found = []
+  for line in text.splitlines():
+    if line.strip():
+      keyword, _, arguments = line.strip().partition(" ")
+      found.append((keyword.upper(), arguments.strip()))
+  return found
+
+
+def _pip_installs(instructions):
+  """[(the pip command's arguments after `install`)] of the RUN instructions, in order."""
+  installs = []
+  for keyword, arguments in instructions:
+    if keyword != "RUN":
+      continue
+    for command in re.split(r"&&|;", arguments):
+      words = shlex.split(command)
+      if "pip" in [os.path.basename(w) for w in words[:3]] and "install" in words:
+        installs.append(words[words.index("install") + 1:])
+  return installs
+
+
+def _copies(instructions):
+  """[(sources, destination)] of the COPY / ADD instructions (flags such as --chown
+  dropped)."""
+  copies = []
+  for keyword, arguments in instructions:
+    if keyword in ("COPY", "ADD"):
+      words = [w for w in shlex.split(arguments) if not w.startswith("--")]
+      copies.append((words[:-1], words[-1]))
+  return copies
+
+
+def _dockerignored(path):
+  """Whether .dockerignore keeps `path` (relative to the root) out of the build context
+  (its patterns as Docker reads them, with fnmatch; no `!` exceptions are used)."""
+  with open(os.path.join(ROOT, ".dockerignore"), encoding="utf-8") as f:
+    patterns = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+  assert not any(p.startswith("!") for p in patterns), patterns
+  parts = path.strip("/").split("/")
+  prefixes = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
+  for pattern in patterns:
+    pattern = pattern.strip("/")
+    options = [pattern] + ([pattern[3:]] if pattern.startswith("**/") else [])
+    if any(fnmatch.fnmatchcase(prefix, option) for prefix in prefixes for option in options):
+      return True
+    if pattern.startswith("**/") and any(fnmatch.fnmatchcase(part, pattern[3:])
+                                         for part in parts):
+      return True
+  return False
+
+
+def test_the_beam_image_is_the_pinned_beam_on_a_supported_python():
+  froms = [arguments for keyword, arguments in _instructions() if keyword == "FROM"]
+  assert len(froms) == 1, froms
+  match = _SDK_IMAGE.fullmatch(froms[0])
+  assert match, f"{DOCKERFILE}: FROM {froms[0]}, expected apache/beam_python3.N_sdk:VERSION"
+  minor, version = int(match.group(1)), match.group(2)
+  beam = _exact_version(_locked("requirements-beam.txt")["apache-beam"])
+  assert version == beam, (
+      f"{DOCKERFILE}: the SDK image is Beam {version}, requirements-beam.txt pins {beam}: the "
+      f"workers' Beam must be the launcher's")
+  requires = SpecifierSet(_pyproject()["project"]["requires-python"])
+  assert requires.contains(f"3.{minor}.0"), (
+      f"{DOCKERFILE}: Python 3.{minor}, outside pyproject.toml's requires-python {requires}")
+
+
+def test_the_beam_image_installs_the_pins_in_one_call_then_the_package():
+  instructions = _instructions()
+  installs = _pip_installs(instructions)
+  assert len(installs) == 2, (
+      f"{DOCKERFILE}: pip installs {installs}; expected two: requirements.txt and "
+      f"requirements-beam.txt in one call (they resolve together), then the package")
+  pins, package = installs
+  files = [os.path.basename(pins[i + 1]) for i, w in enumerate(pins) if w == "-r"]
+  assert sorted(files) == ["requirements-beam.txt", "requirements.txt"], pins
+  assert "--no-deps" not in pins and "--no-cache-dir" in pins, pins
+  # The package: --no-deps, from the directory pyproject.toml was copied into.
+  assert "--no-deps" in package, package
+  targets = [w for w in package if not w.startswith("-")]
+  [pyproject_destination] = [destination for sources, destination in _copies(instructions)
+                             if "pyproject.toml" in sources]
+  assert [t.rstrip("/") for t in targets] == [pyproject_destination.rstrip("/")], (
+      package, pyproject_destination)
+  # No PYTHONPATH: the workers import the installed package.
+  assert not any("PYTHONPATH" in arguments for _, arguments in instructions), (
+      f"{DOCKERFILE} sets PYTHONPATH: the package is installed, the workers import that")
+
+
+def test_the_beam_image_copies_what_the_build_needs_and_it_exists():
+  copies = _copies(_instructions())
+  sources = [source for sources, _ in copies for source in sources]
+  project = _pyproject()["project"]
+  needed = {"requirements.txt", "requirements-beam.txt", "pyproject.toml", project["readme"],
+            project["license"]["file"], *PACKAGES}
+  assert set(sources) == needed, (
+      f"{DOCKERFILE} copies {sorted(sources)}; the install needs {sorted(needed)}")
+  for source in sources:
+    assert os.path.exists(os.path.join(ROOT, source)), f"{DOCKERFILE}: COPY {source}: missing"
+    assert not _dockerignored(source), f"{DOCKERFILE}: COPY {source}, which .dockerignore drops"
+  # A package directory's destination is named as the package (pip builds from it).
+  for sources, destination in copies:
+    if len(sources) == 1 and sources[0] in PACKAGES:
+      assert os.path.basename(destination.rstrip("/")) == sources[0], (sources, destination)
+
+
+def test_dockerignore_keeps_the_venvs_and_the_repository_out():
+  for path in (".venv", ".venv-beam", ".venv/lib/python3.11", ".git", ".git/objects",
+               "runs", "runs/demo", "bazel-bin", "build", "dist", "xlnet_tf.egg-info",
+               "xlnet_tf/__pycache__", ".pytest_cache"):
+    assert _dockerignored(path), f".dockerignore does not exclude {path}"
+  for path in ("xlnet_tf/convert/__main__.py", "data_prep/sample_data/qa/squad.json",
+               "experiments/configs/squad_demo.yaml"):
+    assert not _dockerignored(path), path
+
+
+def test_the_dockerignore_matcher():
+  assert not _dockerignored("xlnet_tf")
+  assert _dockerignored("data_prep/__pycache__/x.pyc")
 
 
 def test_only_the_locator_spells_where_the_sample_data_is():
@@ -333,6 +492,8 @@ print(json.dumps({
                                                  classifier_tasks.MOVIE_REVIEWS_FILE)),
     "brown": len(brown.document_names(brown.BROWN_DIR)),
     "moby_dick": len(glob.glob(sample_data.path("moby_dick", "chapter_*.txt"))),
+    # squad_demo.yaml's train_file / predict_file
+    "squad": sample_data.resolve("sample_data:qa/squad.json"),
     "configs": sorted(os.listdir(os.path.join(os.path.dirname(experiments.__file__),
                                               "configs"))),
 }))
@@ -394,7 +555,9 @@ def test_the_wheel_installs_and_its_commands_run_outside_the_checkout(tmp_path):
   assert not any(p in (ROOT, os.path.join(ROOT, "tests")) for p in installed["sys_path"])
   assert installed["movie_reviews"] and installed["brown"] == 30
   assert installed["moby_dick"] == 135, installed["moby_dick"]
-  assert "classification_demo.yaml" in installed["configs"]
+  assert installed["squad"].startswith(site_packages + os.sep), installed["squad"]
+  assert os.path.isfile(installed["squad"]), installed["squad"]
+  assert {"classification_demo.yaml", "squad_demo.yaml"} <= set(installed["configs"])
 
   bin_dir = venv / "bin"
   # Every command answers --help (started at once: each imports TensorFlow or absl).

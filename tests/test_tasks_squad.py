@@ -129,6 +129,27 @@ def test_every_squad_yaml_parses_and_builds_its_task(tmp_path, spiece_model):
       assert task.loss_fn() is squad_head.squad_loss_sum    # answer class too, as released
 
 
+def test_demo_config_finds_the_bundled_sample_from_any_directory(tmp_path, monkeypatch):
+  """squad_demo.yaml names its data "sample_data:qa/squad.json" (the bundled sample,
+  found through the package), not a path relative to the checkout: it works from another
+  working directory, as from an installed package."""
+  monkeypatch.chdir(tmp_path)
+  params = driver.parse_params(experiments.SQUAD, [DEMO], "")
+  assert params.task.train_file == params.task.predict_file == "sample_data:qa/squad.json"
+  task = task_factory.get_task(params.task)
+  for data in (params.task.train_data, params.task.validation_data):
+    assert os.path.samefile(task.data_file(data), SAMPLE)
+  assert len(task.examples(params.task.train_data)) == 5
+  assert not task.version_2                              # read from the sample: SQuAD 1.1
+  # A real path is taken as it is; a bad sample name is refused, naming the key.
+  params.task.predict_file = "dev.json"
+  assert task_factory.get_task(params.task).data_file(params.task.validation_data) == "dev.json"
+  params.task.train_file = "sample_data:../squad.json"
+  with pytest.raises(ValueError, match=r"^task.train_file: sample_data:\.\./squad.json: "
+                                       r"expected sample_data:PATH"):
+    task_factory.get_task(params.task).data_file(params.task.train_data)
+
+
 def test_demo_trains_resumes_exactly_and_evaluates(spiece_model, tmp_path):
   cache = str(tmp_path / "features")
   params = _demo_params(spiece_model, cache)

@@ -1,9 +1,10 @@
-"""Command line: continue a text with a pretrained model directory (see `xlnet_tf.generation`).
+r"""Command line: continue a text with a pretrained model directory (see `xlnet_tf.generation`).
 
-  python -m xlnet_tf.generate --model_dir converted/xlnet_base --prompt "The ship" \
-      --max_new_tokens 50
-  python -m xlnet_tf.generate --model_dir DIR --prompt "text" --max_new_tokens 50 \
+  xlnet-generate --model_dir converted/xlnet_base --prompt "The ship" --max_new_tokens 50
+  xlnet-generate --model_dir DIR --prompt "text" --max_new_tokens 50 \
       --strategy sample --top_k 40 --top_p 0.9 --temperature 0.8 --seed 1
+
+(`python -m xlnet_tf.generate ...` works the same from a checkout.)
 
 --model_dir is a pretrained model directory or a preset's name ("xlnet_base_cased", see
 `xlnet_tf.presets`; downloaded and converted on first use). The prompt is normalised as
@@ -26,10 +27,14 @@ from xlnet_tf import model_directory  # noqa: E402
 from xlnet_tf.data import tokenization  # noqa: E402
 
 PROG = "xlnet_tf.generate"
+COMMAND = "xlnet-generate"          # the console command (pyproject.toml's [project.scripts])
 
 
 def _parser() -> argparse.ArgumentParser:
-  parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.split("\n")[0])
+  started_as = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+  prog = COMMAND if started_as == COMMAND else f"python -m {PROG}"
+  parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--model_dir", required=True,
                       help="A pretrained model directory (xlnet_config.json, model.ckpt.*) "
                            "or a preset name (xlnet_tf.presets).")

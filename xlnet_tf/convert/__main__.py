@@ -1,14 +1,21 @@
-"""Command line: python -m xlnet_tf.convert --source SRC --output OUT [--overwrite] [options]
-              python -m xlnet_tf.convert --to huggingface --source MODEL_DIR --output HF_DIR
+r"""Command line: xlnet-convert --source SRC --output OUT [--overwrite] [options]
+              xlnet-convert --to huggingface --source MODEL_DIR --output HF_DIR
 
   # a HuggingFace task model -> our model directory of its task + a raw-text SavedModel
-  python -m xlnet_tf.convert --source hf/xlnet-sst2 --output runs/sst2 --saved_model exports/sst2
+  xlnet-convert --source hf/xlnet-sst2 --output runs/sst2 --saved_model exports/sst2
   # a released pretrained model, or a HuggingFace directory -> the pretrained layout
-  python -m xlnet_tf.convert --source xlnet_cased_L-24_H-1024_A-16 --output converted/large
+  xlnet-convert --source xlnet_cased_L-24_H-1024_A-16 --output converted/large
   # the model_dir of the original's run_classifier.py -> a fine-tuned classifier directory
-  python -m xlnet_tf.convert --source orig_runs/imdb --model_config_path \
+  xlnet-convert --source orig_runs/imdb --model_config_path \
       xlnet_cased_L-24_H-1024_A-16/xlnet_config.json --spiece_model_file \
       xlnet_cased_L-24_H-1024_A-16/spiece.model --max_seq_length 512 --output runs/imdb/final
+  # one of our model directories -> a HuggingFace transformers directory
+  xlnet-convert --to huggingface --source runs/sst2 --output hf/sst2_export
+
+(`python -m xlnet_tf.convert ...` works the same from a checkout.) The parity with
+HuggingFace (of an HF import, and of an export loaded back) and reading a
+pytorch_model.bin need torch and transformers, the package's [huggingface] extra (from a
+checkout: pip install '.[huggingface]'); without them the parity is "not measured".
 
 The head of a fine-tuned checkpoint is found by its variable names (see
 `xlnet_tf.convert.task_heads`); the flags after --overwrite give what a checkpoint does not

@@ -59,6 +59,10 @@ from xlnet_tf.layers import sequence_summary
 CONFIG_FILE = "config.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+# Without torch and transformers (pyproject.toml's [huggingface] extra) the parity is not
+# measured, and a pytorch_model.bin cannot be read: what to install.
+INSTALL_HUGGINGFACE = "install xlnet_tf[huggingface]"
+NOT_MEASURED = f"not measured (transformers/torch not installed: {INSTALL_HUGGINGFACE})"
 # Heads of HF task models (XLNetForSequenceClassification, ...QuestionAnswering, ...).
 _HF_TASK_HEADS = re.compile(
     r"^(sequence_summary|logits_proj|classifier|qa_outputs|start_logits|end_logits|"
@@ -303,7 +307,7 @@ def _read_tensors(directory: str) -> Tuple[Dict[str, np.ndarray], str]:
     import torch  # pylint: disable=g-import-not-at-top
   except ImportError:
     raise ImportError(f"{binary}: reading pytorch_model.bin needs PyTorch "
-                      f"(pip install torch==2.13.0); a model.safetensors file needs only "
+                      f"({INSTALL_HUGGINGFACE}); a model.safetensors file needs only "
                       f"the safetensors package") from None
   try:
     state = torch.load(binary, map_location="cpu", weights_only=True)
@@ -946,7 +950,7 @@ def measure_parity(source: str, architecture: Optional[str], kind: str, model,
     import torch  # pylint: disable=g-import-not-at-top
     import transformers  # pylint: disable=g-import-not-at-top
   except ImportError:
-    return {"measured": False, "text": "not measured (transformers/torch not installed)"}
+    return {"measured": False, "text": NOT_MEASURED}
   feed = probe_batch(config, kind, length=max(12, 2 * top_k + 6))
   reference_class = "XLNetModel" if kind == "pretrained" else architecture
   reference = (f"transformers.{reference_class} {transformers.__version__} (torch "

@@ -131,7 +131,7 @@ assert set(SPECIAL_TOKENS.values()) | set(ADDITIONAL_SPECIAL_TOKENS) == set(_PIE
 _TOKEN_IDS = {f"{name}_id": _SPECIAL_TOKEN_IDS[name]
               for name in ("bos_token", "eos_token", "pad_token")}
 
-NOT_MEASURED = "not measured (transformers/torch not installed)"
+NOT_MEASURED = huggingface.NOT_MEASURED
 
 
 # ---- the source --------------------------------------------------------------------------------

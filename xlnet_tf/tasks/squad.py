@@ -54,6 +54,7 @@ import tf_keras
 
 from xlnet_tf import model_directory
 from xlnet_tf.data import feature_cache
+from xlnet_tf.data import sample_data
 from xlnet_tf.data import squad
 from xlnet_tf.data import squad_features
 from xlnet_tf.data import text_alignment
@@ -101,7 +102,9 @@ class SquadConfig(cfg.TaskConfig):
   init_checkpoint: a pretrained model directory or preset name (xlnet_config.json, model.ckpt,
     spiece.model), e.g. from `xlnet_tf.convert`; "" for a random model.
   train_file, predict_file: SQuAD JSON files (the predict file is the validation data;
-    with answers it is scored).
+    with answers it is scored); "sample_data:qa/squad.json" is the bundled SQuAD v1.1
+    sample, found wherever the package is (`sample_data.resolve`), as squad_demo.yaml
+    gives it; "" is no file (training refuses).
   max_seq_length, doc_stride, max_query_length: the windows (pieces).
   max_answer_length, n_best_size: the decoding (pieces; candidates kept per question).
   start_n_top, end_n_top: the head's search (best starts, best ends per start).
@@ -174,12 +177,16 @@ class SquadTask(base.XLNetTask):
   # ---- what the task is ----------------------------------------------------------------
 
   def data_file(self, data: SquadDataConfig) -> str:
-    """The SQuAD JSON file of `data`: train_file for training data, else predict_file."""
+    """The SQuAD JSON file of `data`: train_file for training data, else predict_file
+    (a "sample_data:..." name resolved to the bundled file)."""
     name = "train_file" if data.is_training else "predict_file"
     path = getattr(self.task_config, name)
     if not path:
       raise ValueError(f"task.{name} is empty (give a SQuAD JSON file)")
-    return path
+    try:
+      return sample_data.resolve(path)
+    except ValueError as e:
+      raise ValueError(f"task.{name}: {e}") from None
 
   def examples(self, data: Optional[SquadDataConfig] = None) -> List[squad.SquadExample]:
     """The questions of `data`'s file (default: the validation data's), read once."""
