@@ -5,8 +5,14 @@ absl's --help shows the docstring and the flags of `__main__`, which for a conso
 is pip's wrapper script (no docstring, no flags): `run` lends the entry module's docstring
 and flags to it, then runs `main` as `python -m module` would. Flag values are not read
 here.
+
+`convert` starts `xlnet-convert`: TensorFlow's start-up messages (INFO and WARNING) are
+silenced unless TF_CPP_MIN_LOG_LEVEL is set, before `xlnet_tf.convert` imports TensorFlow,
+as the other commands' modules do in their first lines.
 """
 
+import importlib
+import os
 import sys
 from typing import Callable, Sequence
 
@@ -27,3 +33,9 @@ def run(main: Callable[[Sequence[str]], None], module: str,
     if not main_module.__doc__:
       main_module.__doc__ = sys.modules[module].__doc__
   app.run(main)
+
+
+def convert() -> None:
+  """The console command `xlnet-convert` (pyproject.toml's [project.scripts])."""
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  importlib.import_module("xlnet_tf.convert.__main__").run()

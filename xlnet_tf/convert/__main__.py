@@ -166,7 +166,7 @@ def main(argv):
 
 
 def run():
-  """The console command `xlnet-convert` (pyproject.toml's [project.scripts])."""
+  """`xlnet-convert` (pyproject.toml's [project.scripts], through `console.convert`)."""
   console.run(main, __name__)
 
 
