@@ -32,7 +32,8 @@ help:
 	@echo "make bench      forward/training-step tokens/s, base size, seq 512 (vs HuggingFace)"
 	@echo "make bench-data create_pretraining_data tokens/s (1 and 2 workers), reader examples/s"
 	@echo "make bench-pretrain training tokens/s vs Model Garden XLNetBase (fp32, XLA)"
-	@echo "make bench-serving  SavedModel latency (batch 1, 32; seq 128) vs HuggingFace"
+	@echo "make bench-serving  SavedModel latency on held-out reviews, base size, seq 128 and 512:"
+	@echo "                bucketed vs fixed-length export vs HuggingFace (quiet machine, ~30 min)"
 	@echo "make clean      remove $(VENV) and caches"
 	@echo "Python 3.11 or 3.12 (PYTHON=$(PYTHON)); another: make demo PYTHON=python3.11"
 

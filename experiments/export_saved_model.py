@@ -6,8 +6,12 @@ r"""Exports a fine-tuned classifier as a SavedModel that serves raw text.
 
 (`python -m experiments.export_saved_model ...` works the same from a checkout.)
 --model_dir is run_classifier's --model_dir (the model is in MODEL_DIR/final) or that
-`final` directory itself. See `xlnet_tf.serving.export` for the signatures. The paths are
-checked before the model is loaded: a bad one ends the run with one line naming the flag.
+`final` directory itself. See `xlnet_tf.serving.export` for the signatures. serving_default
+pads each batch to its bucket (the smallest of 16, 24, 32, 48, ..., max_seq_length holding
+its longest text); --fixed_length pads every text to max_seq_length instead (the same
+predictions at a higher cost; the reference in experiments/benchmark_serving.py). The
+paths are checked before the model is loaded: a bad one ends the run with one line naming
+the flag.
 """
 
 import os
@@ -29,6 +33,8 @@ _EXPORT_DIR = flags.DEFINE_string("export_dir", None, "Where to write the SavedM
 _PAIR = flags.DEFINE_bool("pair", None, "serving_default takes text_a and text_b (default: "
                           "by task, true for GLUE pair tasks).")
 _SPIECE = flags.DEFINE_string("spiece_model_file", None, "Default: MODEL_DIR/spiece.model.")
+_FIXED = flags.DEFINE_bool("fixed_length", False, "serving_default pads every text to "
+                           "max_seq_length (default: each batch to its bucket).")
 flags.mark_flags_as_required(["model_dir", "export_dir"])
 
 
@@ -43,7 +49,8 @@ def main(argv):
     if not tf.io.gfile.exists(os.path.join(model_dir, model_directory.CLASSIFIER_FILE)):
       model_dir = os.path.join(model_dir, "final")
     export.export_classifier(model_dir, _EXPORT_DIR.value, pair=_PAIR.value,
-                             spiece_model=_SPIECE.value)
+                             spiece_model=_SPIECE.value,
+                             bucketed=False if _FIXED.value else None)
   except (ValueError, OSError) as e:
     raise SystemExit(f"export_saved_model: {e}") from None
   print(f"exported {model_dir} to {_EXPORT_DIR.value}")

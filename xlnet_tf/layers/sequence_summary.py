@@ -16,6 +16,10 @@ from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.layers.step_dropout import StepDropout
 
 SUMMARY_TYPES = ("last", "first", "mean", "mean_with_padding", "attn")
+# The summaries that read real tokens only: the same left-padded text gets the same summary
+# whatever its padding (so serving may pad a batch to its bucket rather than to T). "first"
+# reads a padding position and "mean_with_padding" averages over padding.
+PADDING_INVARIANT_TYPES = ("last", "mean", "attn")
 # The activations the summary can end with ("gelu" is the tanh approximation, as in
 # `feed_forward.ACTIVATIONS`; "gelu_exact" the erf form; "linear" none).
 ACTIVATIONS = {

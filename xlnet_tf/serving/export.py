@@ -6,6 +6,17 @@ Signatures (all batch-major, any batch size):
                       (regression: score float32 [B])
   serving_ids      input_ids int32 [B, T], segment_ids int32 [B, T], input_mask float32
                    [B, T] (1 = padding, the released layout) -> the same outputs
+Padding. serving_default truncates at max_seq_length T as released, then pads each batch
+on the left only to its bucket: the smallest of 16, 24, 32, 48, 64, 96, ..., T that holds
+the batch's longest row (`text_encoder.bucket_lengths`), so a batch of short reviews costs
+what short reviews cost, not what T does. With left padding and relative positions the
+outputs do not depend on the amount of padding (the "last", "mean" and "attn" summaries
+read real tokens only), so they equal the fixed-length export's (tests/test_bucketing.py:
+within 1e-5 on every held-out movie review). `bucketed=False` (`experiments/
+export_saved_model.py --fixed_length`) exports the fixed-length behaviour, padding every
+request to T; models whose summary reads padding ("first", "mean_with_padding") are
+always exported fixed-length. serving_ids takes ids padded to T, as before. The model card
+says which padding an export has.
 Every signature checks its inputs' shapes first (`text_encoder.check_shapes`): a scalar
 string, a 2-D text tensor, ids of another width than the export's max_seq_length or inputs
 of different batch sizes fail at once with a message naming the input, its shape and the
@@ -25,6 +36,7 @@ import tensorflow as tf
 
 from xlnet_tf import model_directory
 from xlnet_tf.data import classifier_tasks
+from xlnet_tf.layers.sequence_summary import PADDING_INVARIANT_TYPES
 from xlnet_tf.model_directory import ClassifierSpec
 from xlnet_tf.model_directory import load_classifier
 from xlnet_tf.serving import export_card
@@ -33,15 +45,34 @@ from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
 
 
+def resolve_bucketed(spec: ClassifierSpec, bucketed: Optional[bool]) -> bool:
+  """Whether serving_default pads to the batch's bucket: `bucketed`, by default (None) when
+  the summary reads real tokens only (`PADDING_INVARIANT_TYPES`). Raises ValueError for
+  `bucketed=True` with a summary that reads padding (its outputs would change)."""
+  invariant = spec.summary_type in PADDING_INVARIANT_TYPES
+  if bucketed is None:
+    return invariant
+  if bucketed and not invariant:
+    raise ValueError(f"summary_type {spec.summary_type!r} reads padding positions, so its "
+                     f"outputs depend on the amount of padding: export it fixed-length "
+                     f"(bucketed=False); bucketing needs one of {PADDING_INVARIANT_TYPES}")
+  return bool(bucketed)
+
+
 class ClassifierServing(tf.Module):
-  """The exported module: the classifier, the text encoder and the label names."""
+  """The exported module: the classifier, the text encoder and the label names.
+
+  `bucketed`: serving_default pads each batch to its bucket (see the module docstring);
+  None: `resolve_bucketed`'s default.
+  """
 
   def __init__(self, model, spec: ClassifierSpec, spiece_model: str,
-               pair: bool = False):
+               pair: bool = False, bucketed: Optional[bool] = None):
     super().__init__(name="xlnet_classifier_serving")
     self.model = model
     self.spec = spec
     self.pair = pair
+    self.bucketed = resolve_bucketed(spec, bucketed)
     self.text_encoder = XLNetTextEncoder(spiece_model, lower=spec.uncased,
                                          keep_accents=spec.keep_accents)
     self.label_names = tf.constant(list(spec.labels) if spec.labels else [""])
@@ -56,7 +87,8 @@ class ClassifierServing(tf.Module):
             "label": tf.gather(self.label_names, label_id)}
 
   def from_text(self, text_a, text_b=None):
-    features = self.text_encoder.classifier_inputs(text_a, text_b, self.spec.max_seq_length)
+    features = self.text_encoder.classifier_inputs(                 # [B, L] or [B, T]
+        text_a, text_b, self.spec.max_seq_length, bucketed=self.bucketed)
     return self.outputs(features)
 
   def serve_text(self, text_a, text_b=None) -> Dict[str, tf.Tensor]:
@@ -94,13 +126,17 @@ class ClassifierServing(tf.Module):
 
 
 def export_classifier(model_dir: str, export_dir: str, pair: Optional[bool] = None,
-                      spiece_model: Optional[str] = None) -> str:
+                      spiece_model: Optional[str] = None,
+                      bucketed: Optional[bool] = None) -> str:
   """Exports the fine-tuned model in `model_dir` (a classifier model directory, `model_directory`).
 
   Args:
     pair: whether serving_default takes text_b; default: whether classifier.json's task
       is a sentence-pair task of the registry (`classifier_tasks.is_pair_task`).
     spiece_model: default `model_dir/spiece.model`.
+    bucketed: serving_default pads each batch to its bucket (True) or to max_seq_length
+      (False); default: bucketed unless the summary reads padding (`resolve_bucketed`:
+      True with such a summary raises ValueError, once classifier.json is read).
   Returns: export_dir.
   Raises:
     NotADirectoryError / PermissionError: `export_dir` is a file, lies under a file or
@@ -109,7 +145,8 @@ def export_classifier(model_dir: str, export_dir: str, pair: Optional[bool] = No
   def serving(model, spec: ClassifierSpec, spiece: str) -> ClassifierServing:
     return ClassifierServing(
         model, spec, spiece,
-        pair=classifier_tasks.is_pair_task(spec.task_name) if pair is None else pair)
+        pair=classifier_tasks.is_pair_task(spec.task_name) if pair is None else pair,
+        bucketed=bucketed)
   return export_model_dir(model_dir, export_dir, load_classifier, serving, spiece_model,
                           spiece_hint="--spiece_model_file", card=export_card.classifier_card)
 

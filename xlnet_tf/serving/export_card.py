@@ -26,6 +26,7 @@ import tensorflow as tf
 from xlnet_tf import model_card
 from xlnet_tf import paths
 from xlnet_tf.data.race import ANSWERS
+from xlnet_tf.serving.text_encoder import bucket_lengths
 
 UNKNOWN_LICENCE = "unknown: see the source"
 
@@ -176,6 +177,15 @@ def rename_over_empty(partial: str, export_dir: str) -> None:
 
 # ---- the cards of the exports ---------------------------------------------------------------
 
+def padding_detail(max_seq_length: int, bucketed: bool, side: str = "left") -> str:
+  """The card's "Padding" line: to each batch's bucket (listed) or to max_seq_length."""
+  if bucketed:
+    ladder = ", ".join(str(n) for n in bucket_lengths(max_seq_length))
+    return (f"on the {side}, each batch to its bucket, the smallest of {ladder} that holds "
+            f"its longest row (truncation at max_seq_length {max_seq_length})")
+  return f"on the {side}, every row to max_seq_length {max_seq_length} (fixed length)"
+
+
 def classifier_card(module) -> ExportCard:
   """`export.ClassifierServing`: probabilities (score for regression)."""
   spec = module.spec
@@ -190,7 +200,9 @@ def classifier_card(module) -> ExportCard:
       labels=None if spec.is_regression else list(spec.labels),
       details={"max_seq_length": spec.max_seq_length, "uncased": spec.uncased,
                "keep_accents": getattr(spec, "keep_accents", False),
-               "Inputs": "text_a, text_b" if module.pair else "text_a"})
+               "Inputs": "text_a, text_b" if module.pair else "text_a",
+               "Padding": padding_detail(spec.max_seq_length, module.bucketed)
+                          + "; serving_ids: ids padded to max_seq_length"})
 
 
 def tagger_card(module) -> ExportCard:
@@ -202,7 +214,8 @@ def tagger_card(module) -> ExportCard:
       keys=("probabilities",), labels=list(spec.labels),
       details={"max_seq_length": spec.max_seq_length, "uncased": spec.uncased,
                "keep_accents": getattr(spec, "keep_accents", False),
-               "Tag scheme": spec.scheme})
+               "Tag scheme": spec.scheme,
+               "Padding": padding_detail(spec.max_seq_length, module.bucketed)})
 
 
 def squad_card(module) -> ExportCard:
@@ -218,7 +231,8 @@ def squad_card(module) -> ExportCard:
                "max_query_length": module.max_query_length,
                "max_answer_length": module.max_answer_length,
                "null_score_diff_threshold": (module.null_threshold if version_2 else
-                                             "none (v1.1: always answers)")})
+                                             "none (v1.1: always answers)"),
+               "Padding": padding_detail(module.max_seq_length, module.bucketed, "right")})
 
 
 def race_card(module) -> ExportCard:

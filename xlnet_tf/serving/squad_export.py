@@ -18,6 +18,15 @@ serving needs only TensorFlow and tensorflow-text:
   answer = tf.saved_model.load(EXPORT_DIR).signatures["serving_default"]
   answer(question=tf.constant(["Who?"]), context=tf.constant(["Ahab hunted."]))
 
+Padding: the window is laid out as released, `P <sep> Q <sep> <cls>` from position 0 and
+padded on the RIGHT (<cls> is the last real token, cls_index = length - 1, not position
+T - 1), and each batch is padded only to the window it needs: the smallest of 16, 24, 32,
+48, 64, 96, ..., max_seq_length that holds its longest window (`text_encoder.
+bucket_lengths`; at least the head's top-k). The real tokens keep their positions,
+padding is masked as a key and is no answer boundary (p_mask), so the answers, starts and
+scores equal a fixed-length export's (tests/test_bucketing.py); `SquadServing(...,
+bucketed=False)` / `export_squad(..., bucketed=False)` pads to max_seq_length as before.
+
 Decoding is `squad_postprocess.decode` for one window: the best of the start_n_top x
 end_n_top candidates whose start and end are paragraph pieces covering text, end >= start
 and at most `max_answer_length` pieces; ties go to the earlier (start rank, end rank).
@@ -81,10 +90,16 @@ class SquadServing(tf.Module):
   def __init__(self, model, spiece_model: str, max_seq_length: int,
                max_query_length: int = 64, max_answer_length: int = 64,
                uncased: bool = False, null_score_diff_threshold: Optional[float] = None,
-               keep_accents: bool = False):
-    """`null_score_diff_threshold` None: a v1.1 model (no is_impossible output)."""
+               keep_accents: bool = False, bucketed: bool = True):
+    """`null_score_diff_threshold` None: a v1.1 model (no is_impossible output).
+    `bucketed`: pad each batch to the window it needs (default) or to max_seq_length."""
     super().__init__(name="xlnet_squad_serving")
     self.model = model
+    self.bucketed = bool(bucketed)
+    # The head's top-k must fit the window: the smallest window it is given.
+    head = getattr(model, "head", model)
+    self.min_length = max(int(getattr(head, "start_n_top", 0)),
+                          int(getattr(head, "end_n_top", 0)))
     self.text_encoder = XLNetTextEncoder(spiece_model, lower=uncased,
                                          keep_accents=keep_accents)
     self.max_seq_length = int(max_seq_length)
@@ -100,8 +115,9 @@ class SquadServing(tf.Module):
         "context": (context, [None], "a 1-D string Tensor, the UTF-8 context of each "
                                      "question")})
     question, context = checked["question"], checked["context"]
-    features = squad_text.squad_inputs(self.text_encoder, question, context,
-                                       self.max_seq_length, self.max_query_length)
+    features = squad_text.squad_inputs(self.text_encoder, question, context,  # [B, L]
+                                       self.max_seq_length, self.max_query_length,
+                                       bucketed=self.bucketed, min_length=self.min_length)
     outputs = self.model({k: features[k] for k in (
         "input_ids", "segment_ids", "input_mask", "p_mask", "cls_index")}, training=False)
     spans = best_spans(outputs, features, self.max_answer_length)
@@ -129,12 +145,13 @@ class SquadServing(tf.Module):
 
 def export_squad(model, model_dir: str, export_dir: str,
                  null_score_diff_threshold: Optional[float] = None,
-                 max_answer_length: int = 64) -> str:
+                 max_answer_length: int = 64, bucketed: bool = True) -> str:
   """Exports `model`, fine-tuned by run_squad into `model_dir` (spiece.model, squad.json).
 
   The settings (max_seq_length, max_query_length, uncased, v2.0 and its recorded null
   threshold) come from `model_dir/squad.json`; `null_score_diff_threshold` overrides the
-  recorded threshold of a v2.0 model (default 0.0 when none was recorded). `export_dir` is
+  recorded threshold of a v2.0 model (default 0.0 when none was recorded). `bucketed`:
+  pad each batch to the window it needs (default) or to max_seq_length. `export_dir` is
   checked first (a file, under a file, not writable: an error naming --export_dir).
   """
   export_card.check_export_dir(export_dir)
@@ -155,16 +172,17 @@ def export_squad(model, model_dir: str, export_dir: str,
                         settings["max_query_length"], max_answer_length,
                         uncased=settings.get("uncased", False),
                         null_score_diff_threshold=threshold,
-                        keep_accents=settings.get("keep_accents", False))
+                        keep_accents=settings.get("keep_accents", False), bucketed=bucketed)
   return export_card.save(module, export_dir, model_dir, model,
                           export_card.squad_card(module))
 
 
-def export_qa_simple(model_dir: str, export_dir: str, max_answer_length: int = 64) -> str:
+def export_qa_simple(model_dir: str, export_dir: str, max_answer_length: int = 64,
+                     bucketed: bool = True) -> str:
   """Exports a simple span QA model directory (`model_directory.load_qa_simple`, imported
   from HuggingFace's XLNetForQuestionAnsweringSimple) with the signature above, v1.1 (no
-  answer class, so no is_impossible): the best of its start_n_top x end_n_top spans.
-  Returns export_dir."""
+  answer class, so no is_impossible): the best of its start_n_top x end_n_top spans,
+  padded like `export_squad` (`bucketed`). Returns export_dir."""
   export_card.check_export_dir(export_dir)
   model, spec = model_directory.load_qa_simple(model_dir)
   spiece_model = os.path.join(model_dir, model_directory.SPIECE_FILE)
@@ -173,6 +191,6 @@ def export_qa_simple(model_dir: str, export_dir: str, max_answer_length: int = 6
                             f"SavedModel is missing")
   module = SquadServing(model, spiece_model, spec.max_seq_length, spec.max_query_length,
                         max_answer_length, uncased=spec.uncased,
-                        keep_accents=spec.keep_accents)
+                        keep_accents=spec.keep_accents, bucketed=bucketed)
   return export_card.save(module, export_dir, model_dir, model,
                           export_card.squad_card(module))

@@ -11,6 +11,15 @@ window of `squad_features.squad_windows`, for serving:
   >>> pieces = context_pieces(encoder, tf.constant(["In 2000, Ahab's ``Pequod''."]))
   >>> pieces["ids"], pieces["raw_begin"], pieces["raw_end"]      # ragged [B, (n)] each
   >>> features = squad_inputs(encoder, questions, contexts, max_seq_length=512)
+  >>> features = squad_inputs(encoder, questions, contexts, 512, bucketed=True)  # [B, L]
+
+Padding (`squad_inputs`): on the RIGHT, as released: `P <sep> Q <sep> <cls>` starts at
+position 0, <cls> is the last real token (cls_index = length - 1), then padding (input_mask
+and p_mask 1). With `bucketed` a batch is padded only to its bucket L
+(`text_encoder.padded_length` of its longest window), not to max_seq_length: the real tokens
+keep their positions and distances, padding is masked as a key and can be no answer
+boundary, and <cls> does not move, so the model's outputs at real positions (and the
+answers) do not depend on L.
 
 Normalisation spans (`normalize_with_spans_tf`), as `text_alignment.normalize_with_spans`:
 every raw character becomes zero or more normalized characters that point back to it: the
@@ -228,16 +237,19 @@ def context_pieces(encoder, contexts) -> Dict[str, tf.RaggedTensor]:
 
 @tf.autograph.experimental.do_not_convert
 def squad_inputs(encoder, questions, contexts, max_seq_length: int,
-                 max_query_length: int = 64) -> Dict[str, tf.Tensor]:
+                 max_query_length: int = 64, bucketed: bool = False,
+                 min_length: int = 0) -> Dict[str, tf.Tensor]:
   """One window per (question, context) in the released layout `P <sep> Q <sep> <cls>`.
 
   The graph twin of the first window of `squad_features.squad_windows` (inference): the
   question's pieces are cut to `max_query_length`, the paragraph to what is left of
-  `max_seq_length` (`paragraph_truncated` says where that happened).
+  `max_seq_length` (`paragraph_truncated` says where that happened). Padded on the right
+  to max_seq_length T or, `bucketed`, to the batch's bucket L (`text_encoder.padded_length`
+  of the longest window, at least `min_length`, e.g. a top-k head's k).
 
   Returns: input_ids, segment_ids int32 [B, T]; input_mask, p_mask float32 [B, T];
   cls_index int32 [B]; raw_begin, raw_end int64 [B, T] (-1 outside the paragraph);
-  paragraph_length int32 [B]; paragraph_truncated bool [B].
+  paragraph_length int32 [B]; paragraph_truncated bool [B]. Bucketed: [B, L] for [B, T].
   """
   seq_len = int(max_seq_length)
   if seq_len - int(max_query_length) - 3 < 1:
@@ -268,7 +280,11 @@ def squad_inputs(encoder, questions, contexts, max_seq_length: int,
   filler = lambda q: tf.cast(tf.ones_like(q), tf.int64) * -1      # noqa: E731
   begins = tf.concat([raw_begin, none, filler(query), none, none], axis=1)
   ends = tf.concat([raw_end, none, filler(query), none, none], axis=1)
-  shape = [None, seq_len]
+  if bucketed:                                                     # [B, L], L <= T
+    shape = tf.stack([tokens.nrows(), text_encoder_lib.padded_length(
+        tokens.row_lengths(), seq_len, min_length)])
+  else:                                                            # [B, T]
+    shape = [None, seq_len]
   features = {
       "input_ids": tokens.to_tensor(layouts.SQUAD_PAD_ID, shape=shape),
       "segment_ids": segments.to_tensor(layouts.SQUAD_SEGMENT_PAD, shape=shape),

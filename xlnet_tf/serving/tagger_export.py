@@ -15,7 +15,13 @@ In the graph, as `tagging_features` does in Python: each word is normalised and 
 on its own (`XLNetTextEncoder.tokenize`, the released normalisation and SentencePiece, the
 model inside the SavedModel), a word without pieces becomes one <unk>, and the pieces form
 the classification layout `pieces <sep> <cls>`, padded on the left
-(`XLNetTextEncoder.layout`). Serving needs only TensorFlow and tensorflow-text:
+(`XLNetTextEncoder.layout`). Each batch is padded only to its bucket: the smallest of 16,
+24, 32, 48, 64, 96, ..., max_seq_length that holds its longest row
+(`text_encoder.bucket_lengths`; truncation still at max_seq_length). With left padding and
+relative positions a word's logits do not depend on the amount of padding, so the tags
+and probabilities equal the fixed-length export's (tests/test_bucketing.py: every held-out
+Brown sentence, within 1e-5); `export_tagger(..., bucketed=False)` pads every batch to
+max_seq_length as before. Serving needs only TensorFlow and tensorflow-text:
 
   import tensorflow as tf, tensorflow_text  # registers the SentencePiece ops
   serve = tf.saved_model.load(EXPORT_DIR).signatures["serving_default"]
@@ -61,10 +67,12 @@ def split_words(texts: tf.Tensor) -> tf.RaggedTensor:
 class TaggerServing(tf.Module):
   """The exported module: the tagger, the text encoder and the tag names."""
 
-  def __init__(self, model, spec: TaggerSpec, spiece_model: str):
+  def __init__(self, model, spec: TaggerSpec, spiece_model: str, bucketed: bool = True):
+    """`bucketed`: pad each batch to its bucket (default) rather than to max_seq_length."""
     super().__init__(name="xlnet_tagger_serving")
     self.model = model
     self.spec = spec
+    self.bucketed = bool(bucketed)
     self.text_encoder = XLNetTextEncoder(spiece_model, lower=spec.uncased,
                                          keep_accents=spec.keep_accents)
     self.tag_names = tf.constant(list(spec.labels))
@@ -87,16 +95,18 @@ class TaggerServing(tf.Module):
                     tf.where(empty, num + tf.range(num), tf.range(num)))
     pieces = tf.RaggedTensor.from_row_splits(ids, words.row_splits,
                                              validate=False).merge_dims(1, 2)  # [B, (n)]
-    features = self.text_encoder.layout(pieces, None, seq_len)      # [B, T] each
-    logits = self.model(features, training=False)["logits"]           # [B, T, C]
+    features = self.text_encoder.layout(pieces, None, seq_len,      # [B, L] each, L <= T
+                                        bucketed=self.bucketed)
+    logits = self.model(features, training=False)["logits"]           # [B, L, C]
+    padded = tf.shape(features["input_ids"], out_type=tf.int64)[1]   # L (T if not bucketed)
 
     # Each word's first piece: its offset in the sentence's pieces, after the padding.
     row = words.value_rowids()                                       # [W]
     first = tf.gather(ids.row_splits, words.row_splits[:-1])         # [B]
     start = ids.row_starts() - tf.gather(first, row)                 # [W]
-    kept = tf.minimum(pieces.row_lengths(), seq_len - 2)             # [B]
+    kept = tf.minimum(pieces.row_lengths(), seq_len - 2)             # [B], cut at T
     tagged = start < tf.gather(kept, row)                            # [W]
-    position = tf.where(tagged, tf.gather(seq_len - 2 - kept, row) + start, 0)
+    position = tf.where(tagged, tf.gather(padded - 2 - kept, row) + start, 0)
     word_logits = tf.gather_nd(logits, tf.stack([row, position], axis=1))  # [W, C]
     probabilities = tf.where(tagged[:, tf.newaxis], tf.nn.softmax(word_logits, axis=-1), 0.0)
     tag_ids = tf.where(tagged, tf.argmax(word_logits, axis=-1, output_type=tf.int32), -1)
@@ -123,15 +133,18 @@ class TaggerServing(tf.Module):
 
 
 def export_tagger(model_dir: str, export_dir: str,
-                  spiece_model: Optional[str] = None) -> str:
+                  spiece_model: Optional[str] = None, bucketed: bool = True) -> str:
   """Exports the fine-tuned tagger in `model_dir` (a tagger model directory, `model_directory`).
 
   Args:
     spiece_model: default `model_dir/spiece.model`.
+    bucketed: pad each batch to its bucket (default) or, False, to max_seq_length.
   Returns: export_dir.
   Raises:
     NotADirectoryError / PermissionError: `export_dir` is a file, lies under a file or
       cannot be written (checked before the model is loaded).
   """
-  return export_model_dir(model_dir, export_dir, load_tagger, TaggerServing, spiece_model,
+  def serving(model, spec: TaggerSpec, spiece: str) -> TaggerServing:
+    return TaggerServing(model, spec, spiece, bucketed=bucketed)
+  return export_model_dir(model_dir, export_dir, load_tagger, serving, spiece_model,
                           spiece_hint="spiece_model", card=export_card.tagger_card)

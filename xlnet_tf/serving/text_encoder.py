@@ -10,6 +10,8 @@ this package installed:
   <tf.RaggedTensor [[...ids...]]>           # == encode_ids(sp, normalize_text(text))
   >>> features = encoder.classifier_inputs(text_a, text_b, max_seq_length=128)
   >>> features["input_ids"].shape           # [B, 128], padded on the left
+  >>> encoder.classifier_inputs(text_a, text_b, 128, bucketed=True)["input_ids"].shape
+  TensorShape([B, None])                    # at run time [B, the batch's bucket], e.g. 24
 
 The SentencePiece model is kept inside the SavedModel, twice and in two forms: the regular
 `tf_text.SentencepieceTokenizer` receives the serialized model proto, which becomes an
@@ -97,6 +99,19 @@ Classification layout (`XLNetTextEncoder.classifier_inputs`), as released: trunc
 longer of A and B by one token from its end (B on ties) until len(A) + len(B) <= T - 3
 (A alone: T - 2); then `layouts`' classification layout (`A <sep> B <sep> <cls>` or
 `A <sep> <cls>`, its segment ids, padded on the LEFT; its constants become graph constants).
+
+Padding to a bucket (`bucketed=True`; `bucket_lengths`, `padded_length`). Truncation is
+always at max_seq_length T, as above. The rows of a batch are then padded (still on the
+left) only to the batch's bucket: the smallest length of the ladder 16, 24, 32, 48, 64,
+96, 128, 192, ... (powers of two from 16 and the midpoints 1.5 x 2^k: every entry a
+multiple of 8, at most 1.5x the longest row once past 16) that holds the batch's longest
+row, the ladder cut below T and T itself added as its top (T = 128: 16, 24, 32, 48, 64, 96,
+128). The result is the fixed layout with its first T - L padding columns removed: with
+left padding and relative positions, every real token keeps its distance to every other
+one, padding is masked as a key, and <cls> stays last, so a model whose outputs read real
+positions only (the "last", "mean" and "attn" summaries, per-token logits) gives the same
+outputs for any amount of padding. The ladder keeps the shapes a server sees to a
+handful per T (a graph compiled per shape, e.g. by XLA, compiles each once).
 """
 
 import functools
@@ -198,6 +213,49 @@ def check_shapes(signature: str,
                                         name=f"check_{name}_batch"))
   with tf.control_dependencies(checks):
     return {name: tf.identity(tensor) for name, (tensor, _, _) in inputs.items()}
+
+
+# The bucket ladder: powers of two from SMALLEST_BUCKET and their 1.5x midpoints, cut
+# below max_seq_length, which is the top bucket (see the module docstring).
+SMALLEST_BUCKET = 16
+
+
+def bucket_lengths(max_seq_length: int) -> Tuple[int, ...]:
+  """The padded lengths a bucketed batch can have, ascending; the last is max_seq_length.
+
+  >>> bucket_lengths(128)
+  (16, 24, 32, 48, 64, 96, 128)
+  >>> bucket_lengths(100), bucket_lengths(12)
+  ((16, 24, 32, 48, 64, 96, 100), (12,))
+  """
+  top = int(max_seq_length)
+  if top < 1:
+    raise ValueError(f"max_seq_length must be positive, got {max_seq_length}")
+  ladder, power = [], SMALLEST_BUCKET
+  while power < top:
+    ladder.extend(length for length in (power, power * 3 // 2) if length < top)
+    power *= 2
+  return tuple(ladder) + (top,)
+
+
+@tf.autograph.experimental.do_not_convert
+def padded_length(row_lengths, max_seq_length: int, min_length: int = 0) -> tf.Tensor:
+  """The length a batch is padded to: the smallest of `bucket_lengths(max_seq_length)` that
+  is >= every row's length and >= `min_length` (max_seq_length if none is).
+
+  Args:
+    row_lengths: int [B], each row's length with its special tokens, after truncation
+      (<= max_seq_length). An empty batch gets the smallest bucket.
+    max_seq_length: T, a Python int: the top bucket.
+    min_length: a Python int floor (e.g. a top-k head's k).
+  Returns:
+    int64 scalar.
+  """
+  ladder = tf.constant(bucket_lengths(max_seq_length), tf.int64)          # [L]
+  row_lengths = tf.cast(tf.reshape(row_lengths, [-1]), tf.int64)          # [B]
+  longest = tf.reduce_max(tf.concat([row_lengths, [int(min_length)]], axis=0))
+  index = tf.searchsorted(ladder, longest[tf.newaxis], side="left", out_type=tf.int64)[0]
+  return tf.gather(ladder, tf.minimum(index, tf.size(ladder, out_type=tf.int64) - 1))
 
 
 def _row_sums(values: tf.Tensor, row_splits: tf.Tensor) -> tf.Tensor:
@@ -449,31 +507,35 @@ class XLNetTextEncoder(tf.Module):
     return nested.merge_dims(1, 2)
 
   @tf.autograph.experimental.do_not_convert
-  def classifier_inputs(self, text_a, text_b=None,
-                        max_seq_length: int = 128) -> Dict[str, tf.Tensor]:
+  def classifier_inputs(self, text_a, text_b=None, max_seq_length: int = 128,
+                        bucketed: bool = False) -> Dict[str, tf.Tensor]:
     """Classification inputs of raw text pairs (or single texts), in the released layout.
 
     Args:
       text_a: string [B], the first texts.
       text_b: string [B], the second texts, or None for single-text tasks.
       max_seq_length: T, a Python int (at least 3 with `text_b`, 2 without).
+      bucketed: pad to the batch's bucket L <= T instead of T (`padded_length`).
 
     Returns:
       dict with `input_ids` int32 [B, T], `segment_ids` int32 [B, T] (0 A, 1 B, 2 <cls>,
       4 padding) and `input_mask` float32 [B, T] (1.0 at padding): see the module docstring.
+      Bucketed: [B, L] each, static shape [B, None].
     """
     return self.layout(self.tokenize(text_a),
-                       None if text_b is None else self.tokenize(text_b), max_seq_length)
+                       None if text_b is None else self.tokenize(text_b), max_seq_length,
+                       bucketed=bucketed)
 
   @staticmethod
   @tf.autograph.experimental.do_not_convert
   def layout(ids_a: tf.RaggedTensor, ids_b: Optional[tf.RaggedTensor],
-             max_seq_length: int) -> Dict[str, tf.Tensor]:
+             max_seq_length: int, bucketed: bool = False) -> Dict[str, tf.Tensor]:
     """The classification layout of token ids: ragged int [B, (na)] and [B, (nb)] or None
-    -> the dict of `classifier_inputs` (truncation, special ids, left padding)."""
-    seq_len = int(max_seq_length)
+    -> the dict of `classifier_inputs` (truncation at max_seq_length, special ids, left
+    padding to max_seq_length or, `bucketed`, to the batch's bucket)."""
+    max_len = int(max_seq_length)
     reserved = 2 if ids_b is None else 3
-    if seq_len < reserved:
+    if max_len < reserved:
       raise ValueError(f"max_seq_length must be at least {reserved} "
                        f"({'A <sep> B <sep> <cls>' if ids_b is not None else 'A <sep> <cls>'}),"
                        f" got {max_seq_length}")
@@ -487,7 +549,7 @@ class XLNetTextEncoder(tf.Module):
     # As released, a second text without tokens is no second text: `A <sep> <cls>`.
     has_b = len_b > 0                                                # [B]
     row_reserved = 2 + tf.cast(has_b, tf.int64)                      # [B]
-    budget = seq_len - row_reserved                                  # [B]
+    budget = max_len - row_reserved                                  # [B]
     # Closed form of "pop from the longer (B on ties) until the pair fits": the longer
     # one shrinks to budget - shorter, unless both must shrink, which ends at
     # (ceil(budget / 2), floor(budget / 2)). Without B it is A cut to the budget.
@@ -498,9 +560,12 @@ class XLNetTextEncoder(tf.Module):
         both, budget - half_b, tf.where(len_a > len_b, budget - len_b, len_a)))
     keep_b = tf.where(fits, len_b, tf.where(
         both, half_b, tf.where(len_a > len_b, len_b, budget - len_a)))
+    # The padded length: T, or the bucket of the longest row (a scalar tensor).
+    used = row_reserved + keep_a + keep_b                            # [B], <= T
+    seq_len = padded_length(used, max_len) if bucketed else max_len
     # Dense assembly: position j of a row holds, after `pad` padding positions, A[0:keep_a],
     # <sep>, then (pairs) B[0:keep_b], <sep>, and <cls> last.
-    pad = seq_len - row_reserved - keep_a - keep_b                   # [B]
+    pad = seq_len - used                                             # [B]
     rel = tf.range(seq_len, dtype=tf.int64)[tf.newaxis, :] - pad[:, tf.newaxis]  # [B, T]
     in_a = (rel >= 0) & (rel < keep_a[:, tf.newaxis])
     sep_a = tf.equal(rel, keep_a[:, tf.newaxis])
@@ -524,8 +589,8 @@ class XLNetTextEncoder(tf.Module):
     segment_ids = tf.where(is_cls, layouts.SEGMENT_CLS, segment_ids)
     input_mask = tf.cast(rel < 0, tf.float32)
     static_batch = ids_a.shape[0]
-    outputs = {"input_ids": tf.cast(input_ids, tf.int32),
+    outputs = {"input_ids": tf.cast(input_ids, tf.int32),             # [B, T] or [B, L]
                "segment_ids": tf.cast(segment_ids, tf.int32), "input_mask": input_mask}
     for value in outputs.values():
-      value.set_shape([static_batch, seq_len])
+      value.set_shape([static_batch, None if bucketed else max_len])
     return outputs
