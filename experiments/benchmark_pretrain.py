@@ -36,6 +36,8 @@ import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
 from experiments.hf_steps import benchmark_hf  # noqa: E402
+from experiments.timing import bfloat16_description  # noqa: E402
+from experiments.timing import cpu_description  # noqa: E402
 from experiments.timing import median_seconds  # noqa: E402
 from xlnet_tf import XLNetConfig  # noqa: E402
 from xlnet_tf import build_pretrainer  # noqa: E402
@@ -197,6 +199,9 @@ def main(argv):
     raise app.UsageError(f"--modes: unknown {unknown}; choose from {MODES}")
   peak = matmul_peak_gflops()
   peak_bf16 = matmul_peak_gflops(dtype=tf.bfloat16)
+  print(f"{cpu_description()}; {bfloat16_description()}; load average "
+        f"{os.getloadavg()[0]:.2f}")
+  print(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r} (XLA modes)")
   print(f"this CPU ({os.cpu_count()} cores): matmul peak fp32 {peak:.0f} GFLOP/s, bfloat16 "
         f"{peak_bf16:.0f} GFLOP/s (2048 x 2048, TF)")
   print(f"{'config':<7}{'mode':<9}{'batch':>6}{'ours tok/s':>12}{'MG fp32 tok/s':>15}"
