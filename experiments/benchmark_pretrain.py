@@ -18,6 +18,13 @@ peak resident memory (Linux VmHWM, reset just before the model is built; CPU Ten
 keeps no allocator statistics) over the memory at that moment, i.e. weights, optimizer
 slots, the traced program and the activations of a training step.
 
+It first prints the CPU's SIMD flags, its bfloat16 instructions (avx512_bf16, amx_bf16;
+without them bfloat16 is emulated there and the bf16 figures say nothing about bfloat16
+hardware) and the XLA_FLAGS in effect (they change XLA:CPU's code: e.g.
+--xla_cpu_use_xnnpack=true). Where the compiled step's time goes:
+`python -m experiments.profile_step --modes=xla` (or bf16_xla), the XLA program's
+breakdown by TensorFlow op and by HLO instruction.
+
   python -m experiments.benchmark_pretrain                       # small and base
   python -m experiments.benchmark_pretrain --configs=base --modes=fp32,bf16 --peak_memory
 """
