@@ -18,6 +18,13 @@ peak resident memory (Linux VmHWM, reset just before the model is built; CPU Ten
 keeps no allocator statistics) over the memory at that moment, i.e. weights, optimizer
 slots, the traced program and the activations of a training step.
 
+It first prints the CPU's SIMD flags, its bfloat16 instructions (avx512_bf16, amx_bf16;
+without them bfloat16 is emulated there and the bf16 figures say nothing about bfloat16
+hardware) and the XLA_FLAGS in effect (they change XLA:CPU's code: e.g.
+--xla_cpu_use_xnnpack=true). Where the compiled step's time goes:
+`python -m experiments.profile_step --modes=xla` (or bf16_xla), the XLA program's
+breakdown by TensorFlow op and by HLO instruction.
+
   python -m experiments.benchmark_pretrain                       # small and base
   python -m experiments.benchmark_pretrain --configs=base --modes=fp32,bf16 --peak_memory
 """
@@ -36,6 +43,8 @@ import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
 from experiments.hf_steps import benchmark_hf  # noqa: E402
+from experiments.timing import bfloat16_description  # noqa: E402
+from experiments.timing import cpu_description  # noqa: E402
 from experiments.timing import median_seconds  # noqa: E402
 from xlnet_tf import XLNetConfig  # noqa: E402
 from xlnet_tf import build_pretrainer  # noqa: E402
@@ -197,6 +206,9 @@ def main(argv):
     raise app.UsageError(f"--modes: unknown {unknown}; choose from {MODES}")
   peak = matmul_peak_gflops()
   peak_bf16 = matmul_peak_gflops(dtype=tf.bfloat16)
+  print(f"{cpu_description()}; {bfloat16_description()}; load average "
+        f"{os.getloadavg()[0]:.2f}")
+  print(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r} (XLA modes)")
   print(f"this CPU ({os.cpu_count()} cores): matmul peak fp32 {peak:.0f} GFLOP/s, bfloat16 "
         f"{peak_bf16:.0f} GFLOP/s (2048 x 2048, TF)")
   print(f"{'config':<7}{'mode':<9}{'batch':>6}{'ours tok/s':>12}{'MG fp32 tok/s':>15}"

@@ -39,3 +39,34 @@ def cpu_description() -> str:
     pass
   present = [flag for flag in SIMD_FLAGS if flag in flags]
   return f"{name}, {os.cpu_count()} cores, flags: {' '.join(present) or 'n/a'}"
+
+
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_flags() -> set:
+  """The flags of /proc/cpuinfo's first processor (an empty set where there is none)."""
+  try:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+      for line in f:
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+          return set(value.split())
+  except OSError:
+    pass
+  return set()
+
+
+def bfloat16_description(flags=None) -> str:
+  """Which bfloat16 instructions this CPU has, or that bfloat16 is emulated here.
+
+  Without avx512_bf16 or amx_bf16 a bfloat16 matmul is computed by converting to float32
+  and back, so a bfloat16 step measured there says nothing about bfloat16 hardware.
+  """
+  flags = cpu_flags() if flags is None else set(flags)
+  present = [flag for flag in BF16_FLAGS if flag in flags]
+  if present:
+    return f"bfloat16 instructions: {' '.join(present)}"
+  return ("bfloat16 instructions: none (no avx512_bf16 or amx_bf16): bfloat16 is emulated "
+          "on this CPU (converted to float32), so its bfloat16 figures are not a bfloat16 "
+          "speed")

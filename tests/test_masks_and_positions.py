@@ -8,6 +8,7 @@ from xlnet_tf import masks
 from xlnet_tf.layers import RelativePositionalEncoding
 from xlnet_tf.layers import gather_relative
 from xlnet_tf.layers import rel_shift
+from xlnet_tf.layers.relative_attention import batch_matmul
 
 
 def test_causal_mask_as_drawn_in_the_hf_docstring():
@@ -121,6 +122,18 @@ def test_gather_relative_equals_rel_shift_at_the_positions(uni):
     for p, pos in enumerate(positions[b]):
       visible = slice(0, mlen + pos + 1) if uni else slice(None)
       np.testing.assert_array_equal(got[:, b, p, visible], shifted[:, b, pos, visible])
+
+
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_batch_matmul_is_matmul(transpose_b):
+  rng = np.random.default_rng(2)
+  a = tf.constant(rng.normal(size=[3, 2, 5, 4]).astype(np.float32))
+  b = tf.constant(rng.normal(size=[3, 2, 6, 4] if transpose_b else [3, 2, 4, 6])
+                  .astype(np.float32))
+  got = batch_matmul(a, b, transpose_b=transpose_b)
+  assert got.shape == (3, 2, 5, 6)
+  np.testing.assert_allclose(got, tf.matmul(a, b, transpose_b=transpose_b), rtol=1e-6,
+                             atol=1e-6)
 
 
 def _numpy_encoding(positions, d_model):

@@ -70,6 +70,36 @@ def test_host_loop_runs_many_steps_per_call_without_retracing(pretraining_record
   assert loop.experimental_get_tracing_count() == traces
 
 
+_XNNPACK_STEP = """
+import tensorflow as tf
+from xlnet_tf import XLNetConfig, build_pretrainer
+config = XLNetConfig(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=50)
+model = build_pretrainer(config)
+ids = tf.constant([[5, 6, 7, 8], [9, 10, 11, 12]])
+feed = {"input_ids": ids, "segment_ids": tf.constant([[0, 0, 1, 1]] * 2),
+        "perm_mask": tf.zeros([2, 4, 4]), "target_mapping": tf.one_hot([[1, 3]] * 2, 4)}
+@tf.function(jit_compile=True)
+def step():
+  with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(model.encoder(feed)["query"] ** 2)
+  return loss, tape.gradient(loss, model.trainable_variables)
+loss, grads = step()
+print("ok", float(loss), sum(g is not None for g in grads))
+"""
+
+
+def test_the_compiled_step_builds_with_xla_cpu_xnnpack_dots():
+  """XLA:CPU's XNNPACK dots need the batch dimensions most major; the attention's batched
+  matmuls merge theirs, so the program compiles with XLA_FLAGS=--xla_cpu_use_xnnpack=true
+  (it did not: "RHS batch dims [0,1] must be in the most major dimensions")."""
+  env = {**os.environ, "XLA_FLAGS": "--xla_cpu_use_xnnpack=true", "TF_CPP_MIN_LOG_LEVEL": "2",
+         "PYTHONPATH": ROOT}
+  result = subprocess.run([sys.executable, "-c", _XNNPACK_STEP], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert result.stdout.split()[0] == "ok"
+
+
 def _parse(module, flagfile, names, required):
   """The flag values `python -m module --flagfile=... REQUIRED` would run with."""
   argv = ["prog", f"--flagfile={flagfile}"] + required

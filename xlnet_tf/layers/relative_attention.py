@@ -8,6 +8,9 @@ score(i, j) = [ (q_i + r_w_bias) . k_j                       content
               + (q_i + r_r_bias) . r_{i-j}                    position (via rel_shift)
               + (q_i + r_s_bias) . seg_embed[same/diff(i,j)]  segment ] / sqrt(H)
 
+(The segment term is added as [diff(i,j)] * (seg_embed[diff] - seg_embed[same]): the
+softmax over j does not change when row i gains a constant.)
+
 Inside the layer, heads lead: queries, keys and values are [N, B, ., H] and scores
 [N, B, I, K]. Every score product is then a plain batched matmul, forward and backward;
 with the batch leading ([B, N, I, K], as einsum "binh,rnh->bnir" gives) TensorFlow
@@ -43,6 +46,23 @@ def rel_shift(scores: tf.Tensor, klen) -> tf.Tensor:
   shifted = tf.reshape(tf.slice(flat, [0, 0, qlen], [-1, -1, -1]),
                        [lead0, lead1, qlen, rlen - 1])                 # [N, B, T, R - 1]
   return tf.slice(shifted, [0, 0, 0, 0], [-1, -1, -1, klen])
+
+
+def batch_matmul(a: tf.Tensor, b: tf.Tensor, transpose_b: bool = False) -> tf.Tensor:
+  """`tf.matmul` of [A, B, I, J] and [A, B, J, K] (or [A, B, K, J] with transpose_b) with
+  the two batch dimensions merged: [A * B, I, J] x [A * B, J, K] -> [A, B, I, K].
+
+  The same products. Under XLA a rank-4 operand may get a layout whose batch dimensions
+  are not the most major (the heads of an einsum "bkd,dnh->nbkh" stay minor to the
+  positions), which some XLA:CPU dot backends (XNNPACK) reject; the merged batch forces
+  the layout every backend takes.
+  """
+  a_shape, b_shape = tf.shape(a), tf.shape(b)
+  merged = a_shape[0] * a_shape[1]
+  out = tf.matmul(tf.reshape(a, tf.concat([[merged], a_shape[2:]], 0)),
+                  tf.reshape(b, tf.concat([[merged], b_shape[2:]], 0)),
+                  transpose_b=transpose_b)
+  return tf.reshape(out, tf.concat([a_shape[:2], tf.shape(out)[1:]], 0))
 
 
 def gather_relative(scores: tf.Tensor, positions: tf.Tensor, qlen, klen) -> tf.Tensor:
@@ -151,7 +171,7 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
     """
     r_w_bias, r_r_bias, r_s_bias, seg_embed = biases
     klen = tf.shape(key)[2]
-    content_score = tf.matmul(q + r_w_bias, key, transpose_b=True)             # [N,B,I,K]
+    content_score = batch_matmul(q + r_w_bias, key, transpose_b=True)         # [N,B,I,K]
     position_score = self._position_scores(q + r_r_bias, position_key)          # [N,B,I,R]
     if positions is None:
       position_score = rel_shift(position_score, klen)                          # [N,B,I,K]
@@ -159,14 +179,19 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
       position_score = gather_relative(position_score, positions, qlen, klen)
     score = content_score + position_score
     if segments is not None:
+      # The segment term is segment_score[same] or [different] per key. Softmax ignores
+      # what a row adds to every key, so only the difference is added, at the keys of
+      # the other segment: one reduction over the keys in the backward pass instead of
+      # two (each as large as the scores), and no select of two broadcasts.
       segment_score = tf.einsum("nbih,snh->nbis", q + r_s_bias, seg_embed)      # [N,B,I,2]
-      score += tf.where(segments[None], segment_score[..., 1:], segment_score[..., :1])
+      difference = segment_score[..., 1:] - segment_score[..., :1]               # [N,B,I,1]
+      score += tf.cast(segments[None], score.dtype) * difference
     score *= 1.0 / (self.head_size ** 0.5)
     if mask is not None:
       score += tf.cast(mask[None], score.dtype) * masks.large_negative(score.dtype)
     probs = tf.nn.softmax(score, axis=-1)
     dropped = self.attention_dropout(probs, training=training)
-    return tf.matmul(dropped, value), probs                                     # [N,B,I,H]
+    return batch_matmul(dropped, value), probs                                 # [N,B,I,H]
 
   @staticmethod
   def _position_scores(q, position_key):
@@ -177,7 +202,7 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
     """
     shape, groups = tf.shape(q), tf.shape(position_key)[1]
     grouped = tf.reshape(q, [shape[0], groups, -1, shape[3]])          # [N, X, B/X * I, H]
-    scores = tf.matmul(grouped, position_key, transpose_b=True)        # [N, X, B/X * I, R]
+    scores = batch_matmul(grouped, position_key, transpose_b=True)     # [N, X, B/X * I, R]
     return tf.reshape(scores, [shape[0], shape[1], shape[2], tf.shape(position_key)[2]])
 
   def _project_and_normalize(self, attended, residual, training):
