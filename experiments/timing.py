@@ -20,12 +20,10 @@ SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512_vnni", 
               "avx_vnni", "amx_tile", "amx_bf16", "amx_int8")
 
 
-def cpu_description() -> str:
-  """'<model name>, <n> cores, flags: avx avx2 ...' (the SIMD flags of /proc/cpuinfo that
-  matter for matmul speed; Linux), or the platform's processor string elsewhere."""
-  import os  # pylint: disable=g-import-not-at-top
-  import platform  # pylint: disable=g-import-not-at-top
-  name, flags = platform.processor() or "unknown CPU", set()
+def _cpuinfo():
+  """(model name, flags) of /proc/cpuinfo's first processor: (None, empty set) where there
+  is none (not Linux)."""
+  name, flags = None, set()
   try:
     with open("/proc/cpuinfo", encoding="utf-8") as f:
       for line in f:
@@ -37,6 +35,16 @@ def cpu_description() -> str:
           break
   except OSError:
     pass
+  return name, flags
+
+
+def cpu_description() -> str:
+  """'<model name>, <n> cores, flags: avx avx2 ...' (the SIMD flags of /proc/cpuinfo that
+  matter for matmul speed; Linux), or the platform's processor string elsewhere."""
+  import os  # pylint: disable=g-import-not-at-top
+  import platform  # pylint: disable=g-import-not-at-top
+  name, flags = _cpuinfo()
+  name = name or platform.processor() or "unknown CPU"
   present = [flag for flag in SIMD_FLAGS if flag in flags]
   return f"{name}, {os.cpu_count()} cores, flags: {' '.join(present) or 'n/a'}"
 
@@ -46,15 +54,7 @@ BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 def cpu_flags() -> set:
   """The flags of /proc/cpuinfo's first processor (an empty set where there is none)."""
-  try:
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-      for line in f:
-        key, _, value = line.partition(":")
-        if key.strip() == "flags":
-          return set(value.split())
-  except OSError:
-    pass
-  return set()
+  return _cpuinfo()[1]
 
 
 def bfloat16_description(flags=None) -> str:
