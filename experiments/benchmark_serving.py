@@ -115,14 +115,19 @@ def spiece_model(work: str) -> str:
 
 def hf_tokenizer(spiece: str, work: str):
   """HF's XLNet tokenizer of `spiece` (left padding, as HF's XLNet pads), loaded from a
-  directory like a model's: transformers 5's `XLNetTokenizer(vocab_file=...)` gives other
-  ids (every piece <unk>, wrong special ids); from_pretrained converts the model."""
+  directory like a model's, with the tokenizer files `xlnet-convert --to huggingface`
+  writes (`to_huggingface.tokenizer_files`, cased): transformers 5's
+  `XLNetTokenizer(vocab_file=...)` gives other ids (every piece <unk>, wrong special ids);
+  from_pretrained converts the model."""
   import transformers  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.convert import to_huggingface  # pylint: disable=g-import-not-at-top
   directory = os.path.join(work, "hf_tokenizer")
   os.makedirs(directory, exist_ok=True)
   shutil.copy(spiece, os.path.join(directory, "spiece.model"))
-  with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-    json.dump({"tokenizer_class": "XLNetTokenizer", "padding_side": "left"}, f)
+  files = to_huggingface.tokenizer_files({"uncased": False, "keep_accents": False})
+  for name, content in files.items():
+    with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+      json.dump(content, f)
   tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
   text = "A gripping, beautifully acted film."
   assert tokenizer(text)["input_ids"] == tokenization.load_spiece(spiece).encode(text) + [
