@@ -282,3 +282,31 @@ def tensorboard_losses(model_dir) -> list:
         if value.tag == "loss":
           by_step[event.step] = float(tf.make_ndarray(value.tensor))
   return [by_step[s] for s in sorted(by_step)]
+
+
+_KILLED_AT_STEP = r"""
+import os, runpy, signal, sys
+from xlnet_tf.training import checkpointing
+die_at, module = int(sys.argv[1]), sys.argv[2]
+save = checkpointing.GuardedCheckpointManager.save
+def save_or_die(self, *args, **kwargs):
+  if int(self._step_counter.numpy()) >= die_at:
+    os.kill(os.getpid(), signal.SIGKILL)
+  return save(self, *args, **kwargs)
+checkpointing.GuardedCheckpointManager.save = save_or_die
+sys.argv = [module] + sys.argv[3:]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+def run_killed_at_step(module: str, args, step: int, cwd) -> subprocess.CompletedProcess:
+  """Runs `python -m MODULE ARGS` and SIGKILLs it when its training loop reaches STEP,
+  before that step's checkpoint is written (the loop's losses up to STEP are computed, the
+  checkpoints are those of the steps before). The moment is fixed, so a test of kill and
+  rerun cannot race a fast run: a poll for a checkpoint file missed one that lived 80 ms."""
+  done = subprocess.run([sys.executable, "-c", _KILLED_AT_STEP, str(step), module] + list(args),
+                        cwd=cwd, capture_output=True, text=True, check=False)
+  assert done.returncode == -9, (
+      f"{module} was to be killed at step {step}; it ended with {done.returncode}:\n"
+      f"{done.stderr[-3000:]}")
+  return done

@@ -206,16 +206,9 @@ def test_pretrain_cli_killed_and_rerun_gives_the_uninterrupted_losses(pretrainin
   assert _cli(["experiments.pretrain", f"--model_dir={tmp_path / 'whole'}"] + common
               ).returncode == 0
   split = tmp_path / "split"
-  process = subprocess.Popen([sys.executable, "-m", "experiments.pretrain",
-                              f"--model_dir={split}"] + common, cwd=ROOT,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  deadline = time.time() + 300
-  while time.time() < deadline and not (split / "ckpt-8.index").exists():
-    time.sleep(0.2)
-  os.kill(process.pid, signal.SIGKILL)
-  process.wait()
-  killed_at = max(_checkpoint_steps(split))
-  assert 8 <= killed_at < 24, killed_at
+  helpers.run_killed_at_step("experiments.pretrain", [f"--model_dir={split}"] + common,
+                             step=11, cwd=ROOT)
+  assert max(_checkpoint_steps(split)) == 10       # killed in step 11, before ckpt-12
   rerun = _cli(["experiments.pretrain", f"--model_dir={split}"] + common)
   assert rerun.returncode == 0, rerun.stderr[-3000:]
 
