@@ -49,6 +49,7 @@ from experiments.timing import median_seconds  # noqa: E402
 from xlnet_tf import XLNetConfig  # noqa: E402
 from xlnet_tf import build_pretrainer  # noqa: E402
 from xlnet_tf.synthetic import random_pretraining_inputs  # noqa: E402
+from xlnet_tf.training import host_memory  # noqa: E402
 from xlnet_tf.training import optimization  # noqa: E402
 
 CONFIGS = {   # name: (n_layer, d_model, n_head, d_inner, batch)
@@ -68,12 +69,32 @@ _CHILD = flags.DEFINE_string("child", None, "Internal: time one model ('ours' or
                              "in this process and print JSON.")
 
 
-def matmul_peak_gflops(n=2048, repeats=10, dtype=tf.float32):
-  """This CPU's matmul rate (GFLOP/s) in `dtype`, the median of timed [n, n] x [n, n]."""
-  a = tf.cast(tf.random.normal([n, n]), dtype)
-  b = tf.cast(tf.random.normal([n, n]), dtype)
-  run = tf.function(lambda: tf.reduce_sum(tf.matmul(a, b)))
-  return 2 * n ** 3 / (median_seconds(lambda: run().numpy(), repeats) * 1e9)
+def matmul_peak_gflops(n=2048, repeats=10, dtype=tf.float32, jit=False, batch=None,
+                       depth=None):
+  """This CPU's matmul rate (GFLOP/s) in `dtype`, the median of timed [n, n] x [n, n]
+  (or [batch, n, depth] x [batch, depth, n]: attention's score products), as a TF graph
+  or an XLA program."""
+  depth = depth or n
+  lead = [batch] if batch else []
+  a = tf.cast(tf.random.normal(lead + [n, depth]), dtype)
+  b = tf.cast(tf.random.normal(lead + [depth, n]), dtype)
+  run = tf.function(lambda: tf.reduce_sum(tf.matmul(a, b)), jit_compile=jit)
+  flops = 2 * n * n * depth * (batch or 1)
+  return flops / (median_seconds(lambda: run().numpy(), repeats) * 1e9)
+
+
+def xla_matmul_line() -> str:
+  """What XLA:CPU makes of matmuls here, against TF's kernels: float32 and bfloat16
+  [2048, 2048]^2, and the attention scores' batched [16, 512, 64] x [16, 64, 512]."""
+  rates = {(dtype.name, jit): matmul_peak_gflops(dtype=dtype, jit=jit)
+           for dtype in (tf.float32, tf.bfloat16) for jit in (False, True)}
+  batched = [matmul_peak_gflops(n=512, depth=64, batch=16, repeats=20, jit=jit)
+             for jit in (False, True)]
+  return (f"XLA:CPU matmuls (GFLOP/s, TF graph -> XLA): float32 {rates['float32', False]:.0f}"
+          f" -> {rates['float32', True]:.0f}, bfloat16 {rates['bfloat16', False]:.0f} -> "
+          f"{rates['bfloat16', True]:.0f} (XLA's bfloat16 / float32: "
+          f"{rates['bfloat16', True] / rates['float32', True]:.2f}), attention-shaped "
+          f"batched float32 {batched[0]:.0f} -> {batched[1]:.0f}")
 
 
 def step_flops(config: XLNetConfig, batch: int, seq: int, predict: int) -> float:
@@ -198,6 +219,7 @@ def child(model_name):
 
 def main(argv):
   del argv
+  host_memory.keep_freed_memory()   # as the trainer does under XLA; the graph is unaffected
   if _CHILD.value:
     child(_CHILD.value)
     return
@@ -208,9 +230,12 @@ def main(argv):
   peak_bf16 = matmul_peak_gflops(dtype=tf.bfloat16)
   print(f"{cpu_description()}; {bfloat16_description()}; load average "
         f"{os.getloadavg()[0]:.2f}")
-  print(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r} (XLA modes)")
+  print(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r} (XLA modes); malloc keeps freed "
+        f"memory (xlnet_tf.training.host_memory): {host_memory.keep_freed_memory()}")
   print(f"this CPU ({os.cpu_count()} cores): matmul peak fp32 {peak:.0f} GFLOP/s, bfloat16 "
         f"{peak_bf16:.0f} GFLOP/s (2048 x 2048, TF)")
+  if any(mode.endswith("xla") for mode in _MODES.value):
+    print(xla_matmul_line())
   print(f"{'config':<7}{'mode':<9}{'batch':>6}{'ours tok/s':>12}{'MG fp32 tok/s':>15}"
         f"{'HF fp32 tok/s':>15}{'vs MG':>7}{'vs best':>8}{'ours GFLOP/s':>14}"
         f"{'% of fp32 peak':>16}" + (f"{'ours MiB':>10}{'MG MiB':>8}"

@@ -32,6 +32,7 @@ import tensorflow as tf  # noqa: E402
 from tensorflow.python.profiler.internal import _pywrap_profiler_plugin  # noqa: E402
 
 from experiments import benchmark_pretrain  # noqa: E402  (defines the model flags)
+from xlnet_tf.training import host_memory  # noqa: E402
 
 _LOGDIR = flags.DEFINE_string("logdir", "runs/profile", "Where the trace goes.")
 _PROFILE_STEPS = flags.DEFINE_integer("profile_steps", 3, "Steps traced (after warm-up).")
@@ -153,6 +154,7 @@ def main(argv):
   if mode.endswith("xla"):     # read when XLA first compiles, i.e. at the first step below
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                f" --xla_dump_to={hlo_dir} --xla_dump_hlo_as_text").strip()
+  host_memory.keep_freed_memory()                          # as the trainer under XLA
   config, feed, batch, _ = benchmark_pretrain._config_and_feed(name)  # pylint: disable=protected-access
   step = benchmark_pretrain._timed_step("ours", config, feed, mode)  # pylint: disable=protected-access
   step()

@@ -35,6 +35,7 @@ import tf_keras
 
 from xlnet_tf.layers.step_dropout import step_seed
 from xlnet_tf.layers.step_dropout import training_seed
+from xlnet_tf.training import host_memory
 from xlnet_tf.training import optimization
 from xlnet_tf.model_directory import NonFiniteError
 from xlnet_tf.training.checkpointing import check_loop_values
@@ -103,6 +104,7 @@ class Trainer(orbit.StandardTrainer):
     self.forward_fn = forward_fn
     if jit_compile:
       self._forward_backward = tf.function(self._forward_backward, jit_compile=True)
+      host_memory.keep_freed_memory()      # XLA:CPU's buffers: no page faults per step
     self.loss_scaled = isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
     with strategy.scope():
       self.loss_metric = tf_keras.metrics.Mean("loss", dtype=tf.float32)
