@@ -1,12 +1,14 @@
 r"""Does bfloat16 pretraining learn like float32? Loss curves of short runs, side by side.
 
   python -m experiments.precision_curves --work_dir=runs/precision --steps=600
+  python -m experiments.precision_curves --work_dir=runs/precision_xla --jit_compile
 
 The demo's small model and records (experiments/demo_pipeline.py, demo size) are
 pretrained for `--steps` with `--precision=float32` and with `bfloat16` (the
 `mixed_bfloat16` policy: bfloat16 matmuls and activations, float32 weights, optimizer and
 loss), each with every seed of `--seeds` (the seed sets the initial weights, dropout and
-the shard order). The run-to-run noise is the spread between seeds; the precision
+the shard order); `--jit_compile` runs the compiled forward and backward pass (the XLA
+program a TPU runs). The run-to-run noise is the spread between seeds; the precision
 effect is the difference of the precisions' means (a seed's dropout draws differ between
 the two precisions, so runs are not paired). Writes WORK_DIR/results.json and
 WORK_DIR/precision_curves.png (loss per loop of `--steps_per_loop` steps).
@@ -29,13 +31,15 @@ _WORK_DIR = flags.DEFINE_string("work_dir", "runs/precision", "Where runs and re
 _STEPS = flags.DEFINE_integer("steps", 600, "Pretraining steps per run.")
 _STEPS_PER_LOOP = flags.DEFINE_integer("steps_per_loop", 25, "Steps per loss point.")
 _SEEDS = flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds per precision.")
+_JIT = flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass "
+                         "with XLA (what a TPU runs).")
 _PRECISIONS = ("float32", "bfloat16")
 
 
 def run(work_dir: str, settings: demo_pipeline.DemoSettings, precision: str, seed: int,
-        steps: int, steps_per_loop: int):
+        steps: int, steps_per_loop: int, jit_compile: bool = False):
   """Per-loop mean losses of one pretraining run (reused if it already finished)."""
-  run_dir = os.path.join(work_dir, f"{precision}-seed{seed}")
+  run_dir = os.path.join(work_dir, f"{precision}-seed{seed}" + ("-xla" if jit_compile else ""))
   done = os.path.join(run_dir, "losses.json")
   if os.path.exists(done):
     with open(done) as f:
@@ -43,7 +47,7 @@ def run(work_dir: str, settings: demo_pipeline.DemoSettings, precision: str, see
   options = pretraining.PretrainOptions(
       model_dir=run_dir, train_steps=steps, learning_rate=settings.pretrain_lr,
       warmup_steps=min(settings.pretrain_warmup, steps // 10), steps_per_loop=steps_per_loop,
-      save_steps=steps, seed=seed, precision=precision)
+      save_steps=steps, seed=seed, precision=precision, jit_compile=jit_compile)
   result = pretraining.run_pretraining(
       tf.distribute.get_strategy(), settings.model_config(),
       os.path.join(demo_pipeline.stage_dir(work_dir, "records"), "data"), options)
@@ -68,7 +72,7 @@ def compare(curves):
           "bfloat16_minus_float32": summary["bfloat16"]["mean"] - summary["float32"]["mean"]}
 
 
-def plot(curves, steps_per_loop: int, path: str) -> None:
+def plot(curves, steps_per_loop: int, path: str, jit_compile: bool = False) -> None:
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
@@ -82,7 +86,8 @@ def plot(curves, steps_per_loop: int, path: str) -> None:
             label=f"{precision}, seed {seed}")
   ax.set_xlabel("step")
   ax.set_ylabel(f"pretraining loss (mean over {steps_per_loop} steps)")
-  ax.set_title("Permutation-LM pretraining, demo model: float32 vs mixed bfloat16")
+  ax.set_title("Permutation-LM pretraining, demo model: float32 vs mixed bfloat16"
+               + (" (XLA)" if jit_compile else ""))
   ax.legend()
   fig.tight_layout()
   fig.savefig(path)
@@ -101,13 +106,15 @@ def main(argv):
   for seed in (int(s) for s in _SEEDS.value):
     for precision in _PRECISIONS:
       curves[(precision, seed)] = run(work_dir, settings, precision, seed, _STEPS.value,
-                                      _STEPS_PER_LOOP.value)
+                                      _STEPS_PER_LOOP.value, _JIT.value)
       print(f"{precision} seed {seed}: loss {curves[(precision, seed)][0]:.3f} -> "
             f"{curves[(precision, seed)][-1]:.3f}", flush=True)
   gaps = compare(curves)
-  plot(curves, _STEPS_PER_LOOP.value, os.path.join(work_dir, "precision_curves.png"))
+  plot(curves, _STEPS_PER_LOOP.value, os.path.join(work_dir, "precision_curves.png"),
+       _JIT.value)
   with open(os.path.join(work_dir, "results.json"), "w") as f:
     json.dump({"steps": _STEPS.value, "steps_per_loop": _STEPS_PER_LOOP.value,
+               "jit_compile": _JIT.value,
                "curves": {f"{p}-seed{s}": v for (p, s), v in curves.items()}, **gaps}, f,
               indent=1)
   for precision, stats in gaps["by_precision"].items():

@@ -54,6 +54,7 @@ from experiments import strategy_flags  # noqa: E402,F401  (--strategy, --tpu, -
 from experiments import task_flags  # noqa: E402
 from xlnet_tf import model_directory  # noqa: E402
 from xlnet_tf.configs import RELEASED_KEYS  # noqa: E402
+from xlnet_tf.data import sample_data  # noqa: E402
 from xlnet_tf.configs import XLNetConfig  # noqa: E402
 from xlnet_tf.tasks import experiments  # noqa: E402
 from xlnet_tf.tasks import squad as squad_task  # noqa: E402
@@ -64,8 +65,10 @@ from xlnet_tf.training import run_directory  # noqa: E402
 FLAGS = flags.FLAGS
 task_flags.define_task_flags(learning_rate=3e-5, lr_layer_decay_rate=0.75, train_steps=8000,
                              train_batch_size=48)
-flags.DEFINE_string("train_file", None, "SQuAD JSON to train on.")
-flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and score, if answered).")
+flags.DEFINE_string("train_file", None, "SQuAD JSON to train on (or sample_data:qa/squad.json, "
+                    "the bundled sample).")
+flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and score, if answered); "
+                    "sample_data:PATH as for --train_file.")
 flags.DEFINE_bool("do_train", False, "Fine-tune.")
 flags.DEFINE_bool("do_predict", False, "Predict --predict_file.")
 flags.DEFINE_string("predict_dir", None, "Where --do_predict writes (default --output_dir).")
@@ -185,6 +188,11 @@ def main(argv):
     raise app.UsageError("--do_predict needs --predict_file")
   if FLAGS.do_predict and not _predict_dir():
     raise app.UsageError("--do_predict needs --output_dir (or --predict_dir)")
+  for name in ("train_file", "predict_file"):
+    try:
+      FLAGS[name].value = FLAGS[name].value and sample_data.resolve(FLAGS[name].value)
+    except ValueError as e:
+      raise app.UsageError(f"--{name}: {e}") from None
   task_flags.check_paths(
       "run_squad",
       inputs={"init_checkpoint": "directory of pretrained weights", "spiece_model_file":

@@ -110,7 +110,7 @@ def test_run_squad_command_trains_predicts_and_scores(spiece_model, tmp_path):
   repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   result = subprocess.run(
       [sys.executable, "-m", "experiments.run_squad", "--do_train", "--do_predict",
-       f"--train_file={SQUAD}", f"--predict_file={SQUAD}",
+       "--train_file=sample_data:qa/squad.json", f"--predict_file={SQUAD}",
        f"--init_checkpoint={tmp_path / 'pre'}", f"--model_dir={tmp_path / 'model'}",
        f"--output_dir={tmp_path / 'out'}", "--max_seq_length=320", "--doc_stride=64",
        "--do_export", f"--export_dir={tmp_path / 'export'}",
@@ -136,6 +136,25 @@ def test_run_squad_command_trains_predicts_and_scores(spiece_model, tmp_path):
       [predictions[e.qas_id] for e in examples]
   for example, start in zip(examples, served["answer_start_char"].numpy()):
     assert start == nbest[example.qas_id][0]["start_char"]
+
+
+def test_run_squad_names_a_bad_sample_data_file_before_any_work(spiece_model, tmp_path):
+  import subprocess
+  import sys
+  repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  def run(train_file):
+    return subprocess.run(
+        [sys.executable, "-m", "experiments.run_squad", "--do_train",
+         f"--train_file={train_file}", f"--spiece_model_file={spiece_model}",
+         f"--model_dir={tmp_path / 'model'}"],
+        cwd=repo, capture_output=True, text=True, timeout=300)
+  outside = run("sample_data:../README.md")
+  assert outside.returncode != 0
+  assert "--train_file: sample_data:../README.md: expected sample_data:PATH" in outside.stderr
+  missing = run("sample_data:qa/nothing.json")
+  assert missing.returncode != 0
+  assert "qa/nothing.json" in missing.stderr and "SQuAD JSON file" in missing.stderr
+  assert not (tmp_path / "model").exists()
 
 
 def test_mirrored_fine_tuning_equals_one_device(spiece_model, tmp_path):
