@@ -1,7 +1,7 @@
 """The acceptance test of the task layer, for every task: the driver's command line
 killed with SIGKILL in the middle of a run (between two checkpoints), then run again with
-the same command, gives per-step losses (from the TensorBoard events) equal to those of a run that was never
-interrupted (memories, dropout and the data position included)."""
+the same command, gives per-step losses (from the TensorBoard events) equal to those of a
+run that was never interrupted (memories, dropout and the data position included)."""
 
 import glob
 import os
