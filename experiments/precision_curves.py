@@ -28,9 +28,12 @@ from experiments import demo_pipeline  # noqa: E402
 from xlnet_tf.training import pretraining  # noqa: E402
 
 _WORK_DIR = flags.DEFINE_string("work_dir", "runs/precision", "Where runs and results go.")
-_STEPS = flags.DEFINE_integer("steps", 600, "Pretraining steps per run.")
-_STEPS_PER_LOOP = flags.DEFINE_integer("steps_per_loop", 25, "Steps per loss point.")
+_STEPS = flags.DEFINE_integer("steps", 600, "Pretraining steps per run.", lower_bound=1)
+_STEPS_PER_LOOP = flags.DEFINE_integer("steps_per_loop", 25, "Steps per loss point.",
+                                       lower_bound=1)
 _SEEDS = flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds per precision.")
+flags.register_validator("seeds", lambda seeds: bool(seeds) and all(
+    s.isdigit() for s in seeds), message="expected non-negative integers, e.g. 0,1,2")
 _JIT = flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass "
                          "with XLA (what a TPU runs).")
 _PRECISIONS = ("float32", "bfloat16")
@@ -43,7 +46,12 @@ def run(work_dir: str, settings: demo_pipeline.DemoSettings, precision: str, see
   done = os.path.join(run_dir, "losses.json")
   if os.path.exists(done):
     with open(done) as f:
-      return json.load(f)
+      losses = json.load(f)
+    if len(losses) != steps // steps_per_loop:
+      raise ValueError(f"{done}: a finished run of {len(losses)} loops; --steps={steps} "
+                       f"--steps_per_loop={steps_per_loop} asks for {steps // steps_per_loop}:"
+                       f" give another --work_dir")
+    return losses
   options = pretraining.PretrainOptions(
       model_dir=run_dir, train_steps=steps, learning_rate=settings.pretrain_lr,
       warmup_steps=min(settings.pretrain_warmup, steps // 10), steps_per_loop=steps_per_loop,
@@ -105,8 +113,11 @@ def main(argv):
   curves = {}
   for seed in (int(s) for s in _SEEDS.value):
     for precision in _PRECISIONS:
-      curves[(precision, seed)] = run(work_dir, settings, precision, seed, _STEPS.value,
-                                      _STEPS_PER_LOOP.value, _JIT.value)
+      try:
+        curves[(precision, seed)] = run(work_dir, settings, precision, seed, _STEPS.value,
+                                        _STEPS_PER_LOOP.value, _JIT.value)
+      except ValueError as e:
+        raise SystemExit(f"precision_curves: {e}") from None
       print(f"{precision} seed {seed}: loss {curves[(precision, seed)][0]:.3f} -> "
             f"{curves[(precision, seed)][-1]:.3f}", flush=True)
   gaps = compare(curves)
