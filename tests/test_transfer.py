@@ -1,15 +1,23 @@
-"""Pretraining pays: our small pretrained XLNet, fine-tuned, beats the same model
-fine-tuned from random weights on the held-out movie-review sentences (slow, ~8 min).
+"""Pretraining on the demo's data and fine-tuning from it: the pipeline at its demo size,
+pretrained against random weights on the held-out movie-review sentences (slow, ~3 min).
 
 The run is the demo's pipeline (experiments/demo_pipeline.py) at its demo size:
 SentencePiece and pretraining records from the shuffled TRAIN-split review sentences,
 3,000 pretraining steps of a 2 x 128 model, then fine-tuning on the train split with two
 seeds from the pretrained weights and two from random weights, everything else equal.
 Held out: the dev and test splits together (2,100 sentences), which neither SentencePiece
-nor pretraining ever saw. In development runs (3 seeds) pretrained fine-tuning won every
-time by 1.2 to 1.6 points (75.2% vs 73.8% on average) with the earlier data recipe and
-optimiser; with the released ones (issue 16) and fine-tuning lr 1e-3 the gain is 0.4 points
-(75.0% vs 74.6%; seed 1 wins by 1.0, seed 0 loses by 0.3).
+nor pretraining ever saw.
+
+At this size pretraining's gain is smaller than the fine-tuning seeds' spread, so the test
+does not claim it. Measured with the released data recipe and optimiser (issue 16) and
+fine-tuning lr 1e-3, mean of seeds 0 and 1, pretrained vs random init: 75.0% vs 74.6%
+(seed 1 +1.0 points, seed 0 -0.3); on 2026-11-24 one clean-clone CI run 74.62% vs 74.64%
+(seed 0 -1.2, seed 1 +1.1; a run of the same code the same day passed "pretrained beats
+random"), and with 500 labelled sentences 62.6% vs 61.1% (seed 0 -1.2, seed 1 +4.1). The
+earlier recipe won by 1.2-1.6 points in every seed. What the test asserts holds with room:
+pretraining learned (its loss falls by more than 1.5 nats: 6.71 -> 4.86), both inits
+learned the task (more than 15 points above the majority class), and the pretrained
+weights fine-tune at least as well as random ones within 2 points.
 """
 
 import pytest
@@ -18,7 +26,7 @@ from experiments import demo_pipeline
 
 
 @pytest.mark.slow
-def test_pretrained_beats_random_init_on_held_out_sentiment(tmp_path):
+def test_pretrained_fine_tunes_as_well_as_random_init_on_held_out_sentiment(tmp_path):
   settings = demo_pipeline.DemoSettings(finetune_seeds=(0, 1), compare_random_init=True)
   summaries = demo_pipeline.run_all(str(tmp_path), settings,
                                     stages=demo_pipeline.STAGES[:5])
@@ -33,5 +41,8 @@ def test_pretrained_beats_random_init_on_held_out_sentiment(tmp_path):
         f"{summaries['pretrain']['first_loss']:.2f} -> "
         f"{summaries['pretrain']['final_loss']:.2f}")
   majority = max(finetune["majority"].values())
+  pretrain = summaries["pretrain"]
+  assert pretrain["final_loss"] < pretrain["first_loss"] - 1.5, pretrain
   assert random_init["held_out"] > majority + 0.15      # a fair baseline that learned
-  assert pretrained["held_out"] > random_init["held_out"], finetune["runs"]
+  assert pretrained["held_out"] > majority + 0.15
+  assert pretrained["held_out"] > random_init["held_out"] - 0.02, finetune["runs"]
