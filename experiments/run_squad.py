@@ -54,8 +54,8 @@ from experiments import strategy_flags  # noqa: E402,F401  (--strategy, --tpu, -
 from experiments import task_flags  # noqa: E402
 from xlnet_tf import model_directory  # noqa: E402
 from xlnet_tf.configs import RELEASED_KEYS  # noqa: E402
-from xlnet_tf.data import sample_data  # noqa: E402
 from xlnet_tf.configs import XLNetConfig  # noqa: E402
+from xlnet_tf.data import sample_data  # noqa: E402
 from xlnet_tf.tasks import experiments  # noqa: E402
 from xlnet_tf.tasks import squad as squad_task  # noqa: E402
 from xlnet_tf.tasks import train_lib  # noqa: E402
