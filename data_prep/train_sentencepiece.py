@@ -4,14 +4,15 @@ r"""Trains a SentencePiece model with the XLNet recipe and the released special 
 
 (`python -m data_prep.train_sentencepiece ...` works the same from a checkout.)
 
-Writes `out/spiece.model` and `out/spiece.vocab` (under temporary names, renamed when
-complete), holding a lock on the prefix while it runs: a second run into the same
---model_prefix is refused, and so is an existing model unless --overwrite is given (records
-made with the old model are then refused by pretraining: their manifest records its
-checksum). The recipe is the released one: unigram,
+Writes `out/spiece.model` and `out/spiece.vocab`. The recipe is the released one: unigram,
 character coverage 0.99995, control symbols <cls> <sep> <pad> <mask> <eod> and user-defined
 symbols <eop> . ( ) " - – £ €, so that ids 0..8 are
 <unk> <s> </s> <cls> <sep> <pad> <mask> <eod> <eop> as in the released spiece.model.
+
+Both files are written under temporary names and renamed when complete, holding a lock on
+the prefix: a second run into the same --model_prefix is refused, and so is an existing
+model unless --overwrite is given (records made with the old model are then refused by
+pretraining: their manifest records its checksum).
 
 Input: text files, one sentence or paragraph per line; blank lines are skipped. Every line
 goes through `xlnet_tf.data.tokenization.normalize_text` (with --uncased / --keep_accents),

@@ -114,9 +114,11 @@ def load_manifest(path: str) -> Dict[str, Any]:
       path of one manifest file.
   Returns:
     The manifest, with the shards of every task merged under "shards" (each with an
-    absolute "path") and "counts" summed.
+    absolute "path") and "counts" summed; "manifest_files" lists the files read.
   Raises:
-    FileNotFoundError / ValueError: naming the path and what was expected.
+    FileNotFoundError / ValueError: naming the path and what was expected; ValueError
+      also when a task of a --num_tasks run has no manifest, a manifest lists no shards,
+      or a field is missing or of the wrong type (`_check_fields`).
   """
   if storage.isdir(path):
     directory = path
