@@ -193,11 +193,10 @@ def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size:
     raise ValueError(f"--input_sentence_size must be >= 0 (got {input_sentence_size}) and "
                      f"--max_sentence_length > 0 (got {max_sentence_length})")
   check_model_prefix(model_prefix)
-  check_replaceable(model_prefix, overwrite)
   files = expand_inputs(input_files)
   check_lines(files, max_sentence_length, lower=uncased, keep_accents=keep_accents)
   with lock(model_prefix):
-    check_replaceable(model_prefix, overwrite)     # again: a run may have ended meanwhile
+    check_replaceable(model_prefix, overwrite)     # under the lock: no run ends meanwhile
     if os.path.isfile(model_prefix + ".model"):
       logging.warning("--overwrite: replacing %s (sha256 %s); records made with it are "
                       "refused by pretraining until recreated with the new model",
