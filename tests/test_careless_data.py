@@ -165,12 +165,13 @@ def test_train_sentencepiece_refuses_to_replace_a_model_without_overwrite(tmp_pa
 # ---- 6: two train_sentencepiece runs into one prefix; half-written outputs -------------------
 
 def test_second_train_sentencepiece_run_into_a_live_prefix_is_refused(tmp_path):
-  """Run 1 (vocabulary 800) is paused while it holds the prefix: run 2 (1200) is refused
+  """Run 1 (vocabulary 300) is paused while it holds the prefix: run 2 (400) is refused
   naming run 1, and the model is run 1's."""
+  corpus = _small_corpus(tmp_path)
   prefix = tmp_path / "spiece"
-  command = ["data_prep.train_sentencepiece", f"--input={CORPUS_GLOB}",
+  command = ["data_prep.train_sentencepiece", f"--input={corpus}",
              f"--model_prefix={prefix}", "--num_threads=2"]
-  first = subprocess.Popen([sys.executable, "-m", *command, "--vocab_size=800"], cwd=ROOT,
+  first = subprocess.Popen([sys.executable, "-m", *command, "--vocab_size=300"], cwd=ROOT,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   try:
     deadline = time.time() + 120
@@ -178,7 +179,7 @@ def test_second_train_sentencepiece_run_into_a_live_prefix_is_refused(tmp_path):
       assert first.poll() is None and time.time() < deadline, "run 1 took no lock"
       time.sleep(0.01)
     first.send_signal(signal.SIGSTOP)
-    second = _tool(*command, "--vocab_size=1200")
+    second = _tool(*command, "--vocab_size=400")
     assert second.returncode != 0 and "Traceback" not in second.stderr
     assert f"{tmp_path} is in use by another run: pid {first.pid}" in second.stderr
     assert "(train_sentencepiece," in second.stderr
@@ -186,8 +187,8 @@ def test_second_train_sentencepiece_run_into_a_live_prefix_is_refused(tmp_path):
     first.send_signal(signal.SIGCONT)
     first.wait()
   assert first.returncode == 0
-  assert tokenization.load_spiece(f"{prefix}.model").get_piece_size() == 800
-  assert sorted(os.listdir(tmp_path)) == ["spiece.model", "spiece.vocab"]
+  assert tokenization.load_spiece(f"{prefix}.model").get_piece_size() == 300
+  assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "spiece.model", "spiece.vocab"]
 
 
 def test_a_trainer_that_dies_writing_leaves_no_half_written_model(tmp_path, monkeypatch):
