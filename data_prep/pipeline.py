@@ -13,6 +13,7 @@ are the same bytes.
 """
 
 import dataclasses
+import fnmatch
 import functools
 import hashlib
 import json
@@ -158,6 +159,7 @@ def plan(settings: DataSettings, input_patterns: Sequence[str], spiece_model: st
   nothing."""
   settings.validate()
   paths.check_output_dir(output_dir, "--output_dir")   # a file, under a file, unwritable
+  check_outputs_not_read(input_patterns, output_dir)
   if not 0 <= task_index < num_tasks:
     raise ValueError(f"--task_index ({task_index}) must be in 0..--num_tasks - 1 "
                      f"({num_tasks - 1})")
@@ -182,6 +184,33 @@ def plan(settings: DataSettings, input_patterns: Sequence[str], spiece_model: st
               vocab_size=sp.get_piece_size(), files=tuple(files), total_bytes=total_bytes,
               num_chunks=len(chunks), chunks=tuple(mine), task_index=task_index,
               num_tasks=num_tasks, job=job)
+
+
+def check_outputs_not_read(input_patterns: Sequence[str], output_dir: str) -> None:
+  """Raises ValueError if an input glob matches the names this tool writes into
+  --output_dir (shards, their stats, manifests): a rerun, or a later --task_index, would
+  read them as input text, and its input would differ from the first run's."""
+  outputs = (shard_name(0, 0), shard_name(0, 0) + ".stats.json",
+             pretrain_records.MANIFEST_NAME, pretrain_records.manifest_name(0, 2))
+  for pattern in input_patterns:
+    matched = [name for name in outputs
+               if _glob_matches(pattern, os.path.join(output_dir, name))]
+    if matched:
+      raise ValueError(
+          f"--input_glob {pattern!r} matches the files this tool writes into --output_dir "
+          f"{output_dir} (e.g. {matched[0]}): a rerun, or another --task_index, would read "
+          f"its shards and manifests as input text. Write the records to a directory the "
+          f"glob does not read, or narrow the glob to the text files (e.g. '*.txt')")
+
+
+def _glob_matches(pattern: str, path: str) -> bool:
+  """Whether `storage.glob(pattern)` would match `path` if it existed (`*` does not cross
+  "/"; hidden names match, as in `storage.glob`)."""
+  if not storage.is_url(pattern):
+    pattern, path = os.path.abspath(pattern), os.path.abspath(path)
+  pattern_parts, path_parts = pattern.split("/"), path.split("/")
+  return len(pattern_parts) == len(path_parts) and all(
+      fnmatch.fnmatchcase(part, glob_part) for part, glob_part in zip(path_parts, pattern_parts))
 
 
 def lock_name(task_index: int, num_tasks: int) -> str:

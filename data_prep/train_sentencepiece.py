@@ -9,6 +9,11 @@ character coverage 0.99995, control symbols <cls> <sep> <pad> <mask> <eod> and u
 symbols <eop> . ( ) " - – £ €, so that ids 0..8 are
 <unk> <s> </s> <cls> <sep> <pad> <mask> <eod> <eop> as in the released spiece.model.
 
+Both files are written under temporary names and renamed when complete, holding a lock on
+the prefix: a second run into the same --model_prefix is refused, and so is an existing
+model unless --overwrite is given (records made with the old model are then refused by
+pretraining: their manifest records its checksum).
+
 Input: text files, one sentence or paragraph per line; blank lines are skipped. Every line
 goes through `xlnet_tf.data.tokenization.normalize_text` (with --uncased / --keep_accents),
 so the trainer sees exactly what encoding will see. Large corpora are sampled: at most
@@ -22,6 +27,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 from absl import app
 from absl import flags
+from absl import logging
 import sentencepiece as spm
 
 from xlnet_tf import console
@@ -128,12 +134,33 @@ def check_model_prefix(model_prefix: str) -> None:
     paths.check_output_file(model_prefix + suffix, "--model_prefix")
 
 
+def check_replaceable(model_prefix: str, overwrite: bool) -> None:
+  """Raises FileExistsError (naming --model_prefix and the file) if PREFIX.model or
+  PREFIX.vocab exists and `overwrite` is false."""
+  existing = [model_prefix + suffix for suffix in (".model", ".vocab")
+              if os.path.exists(model_prefix + suffix)]
+  if existing and not overwrite:
+    raise FileExistsError(f"--model_prefix {model_prefix}: {existing[0]} exists; pass "
+                          f"--overwrite to replace it (records made with it would then be "
+                          f"refused by pretraining), or choose another prefix")
+
+
+def lock(model_prefix: str) -> paths.DirectoryLock:
+  """The lock of one --model_prefix (in its directory; other prefixes there are free)."""
+  directory = os.path.dirname(os.path.abspath(model_prefix))
+  return paths.DirectoryLock(directory, purpose="train_sentencepiece",
+                             name=f".lock-{os.path.basename(model_prefix)}")
+
+
 def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size: int,
           uncased: bool = False, keep_accents: bool = False,
           input_sentence_size: int = DEFAULT_INPUT_SENTENCE_SIZE,
           max_sentence_length: int = DEFAULT_MAX_SENTENCE_LENGTH,
-          num_threads: int = None, verbose: bool = False) -> str:
+          num_threads: int = None, verbose: bool = False, overwrite: bool = False) -> str:
   """Trains the model, checks it with `load_spiece` and returns the path of the .model file.
+
+  PREFIX.model and PREFIX.vocab are written under temporary names (PREFIX.partial-PID.*)
+  and renamed when the model has passed the check, holding `lock(model_prefix)`.
 
   Args:
     input_files: comma-separated globs (str) or a list of globs/paths of UTF-8 text files.
@@ -147,12 +174,15 @@ def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size:
     max_sentence_length: lines longer than this many bytes are skipped by the trainer.
     num_threads: trainer threads; default all CPUs.
     verbose: show SentencePiece's training log.
+    overwrite: replace an existing PREFIX.model / PREFIX.vocab.
   Raises:
     ValueError: a glob matching no file, input files without any text or with every line
       longer than max_sentence_length, a vocab_size not larger than the reserved ids, a
       model_prefix naming a directory, or a trained model without the released special ids.
     NotADirectoryError, IsADirectoryError, PermissionError: PREFIX.model or PREFIX.vocab
       cannot be written (checked before training).
+    FileExistsError: PREFIX.model or PREFIX.vocab exists and `overwrite` is false.
+    paths.DirectoryLockedError: another run is writing the same prefix.
   """
   if vocab_size <= NUM_RESERVED_IDS:
     raise ValueError(
@@ -165,10 +195,43 @@ def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size:
   check_model_prefix(model_prefix)
   files = expand_inputs(input_files)
   check_lines(files, max_sentence_length, lower=uncased, keep_accents=keep_accents)
-  directory = os.path.dirname(model_prefix)
-  if directory:
-    os.makedirs(directory, exist_ok=True)
+  with lock(model_prefix):
+    check_replaceable(model_prefix, overwrite)     # under the lock: no run ends meanwhile
+    if os.path.isfile(model_prefix + ".model"):
+      logging.warning("--overwrite: replacing %s (sha256 %s); records made with it are "
+                      "refused by pretraining until recreated with the new model",
+                      model_prefix + ".model",
+                      tokenization.spiece_sha256(model_prefix + ".model"))
+    for stale in glob.glob(glob.escape(model_prefix) + ".partial-*"):   # a killed run's
+      os.remove(stale)
+    partial = f"{model_prefix}.partial-{os.getpid()}"
+    try:
+      stats = _train_partial(files, partial, vocab_size, uncased, keep_accents,
+                             input_sentence_size, max_sentence_length, num_threads, verbose)
+      sp = tokenization.load_spiece(partial + ".model")  # raises if an id differs
+      for suffix in (".vocab", ".model"):                 # the model last: it marks completion
+        os.replace(partial + suffix, model_prefix + suffix)
+    finally:
+      for suffix in (".model", ".vocab"):
+        if os.path.exists(partial + suffix):
+          os.remove(partial + suffix)
 
+  path = model_prefix + ".model"
+  used = min(stats["lines"] - stats["too_long"], input_sentence_size or sys.maxsize)
+  print(f"wrote {path}: vocab size {sp.get_piece_size()}, trained on {used} of "
+        f"{stats['lines']} lines from {len(files)} file(s)"
+        + (f" ({stats['too_long']} lines longer than --max_sentence_length "
+           f"{max_sentence_length} bytes skipped, e.g. {_where(stats['first_too_long'])})"
+           if stats["too_long"] else ""))
+  print("special ids: " + " ".join(
+      f"{piece}={sp.piece_to_id(piece)}" for piece in tokenization.SPECIAL_PIECES))
+  return path
+
+
+def _train_partial(files, model_prefix, vocab_size, uncased, keep_accents,
+                   input_sentence_size, max_sentence_length, num_threads, verbose):
+  """Runs the trainer on the lines of `files` into `model_prefix`; returns the line counts
+  ({"lines", "too_long", "first_too_long"}), turning the trainer's errors into clear ones."""
   stats = {"lines": 0, "too_long": 0, "error": None, "first_too_long": None}
 
   def lines():
@@ -201,18 +264,7 @@ def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size:
           + (f", e.g. {_where(stats['first_too_long'])}" if stats["first_too_long"] else "")
           + "): raise --max_sentence_length or split the long lines") from None
     raise
-
-  path = model_prefix + ".model"
-  sp = tokenization.load_spiece(path)  # raises if an id differs from the released ones
-  used = min(stats["lines"] - stats["too_long"], input_sentence_size or sys.maxsize)
-  print(f"wrote {path}: vocab size {sp.get_piece_size()}, trained on {used} of "
-        f"{stats['lines']} lines from {len(files)} file(s)"
-        + (f" ({stats['too_long']} lines longer than --max_sentence_length "
-           f"{max_sentence_length} bytes skipped, e.g. {_where(stats['first_too_long'])})"
-           if stats["too_long"] else ""))
-  print("special ids: " + " ".join(
-      f"{piece}={sp.piece_to_id(piece)}" for piece in tokenization.SPECIAL_PIECES))
-  return path
+  return stats
 
 
 def _run_trainer(sentences, model_prefix, vocab_size, input_sentence_size, max_sentence_length,
@@ -258,6 +310,8 @@ def define_flags():
                        "before training, naming the first such line.")
   flags.DEFINE_integer("num_threads", None, "Trainer threads (default: all CPUs).")
   flags.DEFINE_bool("verbose", False, "Show SentencePiece's training log.")
+  flags.DEFINE_bool("overwrite", False, "Replace an existing PREFIX.model and PREFIX.vocab "
+                    "(records made with the old model are then refused by pretraining).")
   flags.mark_flags_as_required(["input", "model_prefix"])
 
 
@@ -268,8 +322,9 @@ def main(argv):
     train(FLAGS.input, FLAGS.model_prefix, FLAGS.vocab_size, uncased=FLAGS.uncased,
           keep_accents=FLAGS.keep_accents, input_sentence_size=FLAGS.input_sentence_size,
           max_sentence_length=FLAGS.max_sentence_length, num_threads=FLAGS.num_threads,
-          verbose=FLAGS.verbose)
-  except (ValueError, NotADirectoryError, IsADirectoryError, PermissionError) as e:
+          verbose=FLAGS.verbose, overwrite=FLAGS.overwrite)
+  except (ValueError, NotADirectoryError, IsADirectoryError, PermissionError,
+          FileExistsError, paths.DirectoryLockedError) as e:
     raise SystemExit(f"train_sentencepiece: {e}") from None
 
 

@@ -33,6 +33,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from xlnet_tf.data import storage
+from xlnet_tf.data import tokenization
 from xlnet_tf.data.tfrecord_writer import int64_example
 from xlnet_tf.data.tfrecord_writer import scan_tfrecord
 
@@ -42,6 +43,17 @@ MANIFEST_NAME = "manifest.json"
 # Settings every reader and trainer relies on.
 REQUIRED_SETTINGS = ("seq_len", "reuse_len", "num_predict", "bsz_per_host",
                      "num_core_per_host", "bi_data", "perm_size")
+
+# The type of every manifest field a reader relies on (checked when a manifest is read):
+# the settings above, the SentencePiece model, each shard's entry (its optional fields:
+# manifests written before sizes and checksums were recorded lack them).
+SETTING_TYPES = {**{name: int for name in REQUIRED_SETTINGS}, "bi_data": bool}
+SPIECE_TYPES = {"path": str, "sha256": str, "vocab_size": int}
+SHARD_TYPES = {"file": str, "chunk": int, "pass": int}
+OPTIONAL_SHARD_TYPES = {"steps": int, "examples": int, "targets": int, "b_is_random": int,
+                        "size": int, "crc32c": str}
+_TYPE_NAMES = {int: "an integer", bool: "true or false", str: "a string",
+               dict: "an object {...}", list: "a list [...]"}
 
 
 DTYPE = "int64"      # of every feature: `serialize_row` writes int64 lists only
@@ -102,9 +114,11 @@ def load_manifest(path: str) -> Dict[str, Any]:
       path of one manifest file.
   Returns:
     The manifest, with the shards of every task merged under "shards" (each with an
-    absolute "path") and "counts" summed.
+    absolute "path") and "counts" summed; "manifest_files" lists the files read.
   Raises:
-    FileNotFoundError / ValueError: naming the path and what was expected.
+    FileNotFoundError / ValueError: naming the path and what was expected; ValueError
+      also when a task of a --num_tasks run has no manifest, a manifest lists no shards,
+      or a field is missing or of the wrong type (`_check_fields`).
   """
   if storage.isdir(path):
     directory = path
@@ -127,9 +141,15 @@ def load_manifest(path: str) -> Dict[str, Any]:
       raise ValueError(f"{name}: settings or SentencePiece model differ from {files[0]}; "
                        f"the manifests of one record directory must describe one run")
   tasks = sorted(m.get("task_index", 0) for m in manifests)
-  if len(files) > 1 and tasks != list(range(num_tasks)):
-    raise ValueError(f"{directory}: manifests of tasks {tasks} found, expected all "
-                     f"{num_tasks} tasks (0..{num_tasks - 1}); a task has not finished")
+  if tasks != list(range(num_tasks)):
+    missing = [manifest_name(t, num_tasks) for t in range(num_tasks) if t not in tasks]
+    raise ValueError(
+        f"{directory or '.'}: manifests of tasks {tasks} found, expected all {num_tasks} "
+        f"tasks (0..{num_tasks - 1})"
+        + (f"; missing {', '.join(missing)}" if missing else "")
+        + ": a task has not finished (or was not run), and its shards would be left out. "
+          f"Run create_pretraining_data for every --task_index of --num_tasks {num_tasks} "
+          f"into the directory")
 
   merged = dict(first)
   merged["shards"] = []
@@ -141,6 +161,7 @@ def load_manifest(path: str) -> Dict[str, Any]:
       merged["counts"][key] = merged["counts"].get(key, 0) + value
   merged["shards"].sort(key=lambda s: (s["pass"], s["chunk"]))
   merged["directory"] = directory
+  merged["manifest_files"] = files
   return merged
 
 
@@ -153,11 +174,46 @@ def _read_manifest(path: str) -> Dict[str, Any]:
   if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
     raise ValueError(f"{path}: not a pretraining manifest (expected \"format\": "
                      f"\"{FORMAT}\")")
-  missing = [k for k in REQUIRED_SETTINGS if k not in manifest.get("settings", {})]
-  if missing or "shards" not in manifest or "counts" not in manifest:
-    raise ValueError(f"{path}: incomplete manifest (missing settings {missing} or "
-                     f"shards/counts)")
+  _check_fields(path, manifest)
+  if not manifest["shards"]:
+    raise ValueError(f"{path}: lists no shards (\"shards\": []); create_pretraining_data "
+                     f"writes a manifest only with its shards, so it was edited or damaged: "
+                     f"recreate the records")
   return manifest
+
+
+_MISSING = object()
+
+
+def _check_fields(path: str, manifest: Dict[str, Any]) -> None:
+  """Raises ValueError naming the manifest, the first field that is missing or of the
+  wrong type, and the type expected."""
+  def check(value: Any, field: str, expected: type, required: bool = True) -> None:
+    if value is _MISSING:
+      if required:
+        raise ValueError(f"{path}: field {field} is missing (expected "
+                         f"{_TYPE_NAMES[expected]}); recreate the records")
+    elif not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+      raise ValueError(f"{path}: field {field} is {json.dumps(value)}, expected "
+                       f"{_TYPE_NAMES[expected]}")
+
+  for section, expected in (("settings", dict), ("spiece", dict), ("shards", list),
+                            ("counts", dict)):
+    check(manifest.get(section, _MISSING), section, expected)
+  for name, expected in SETTING_TYPES.items():
+    check(manifest["settings"].get(name, _MISSING), f"settings.{name}", expected)
+  for name, expected in SPIECE_TYPES.items():
+    check(manifest["spiece"].get(name, _MISSING), f"spiece.{name}", expected)
+  for name in ("task_index", "num_tasks"):
+    check(manifest.get(name, _MISSING), name, int, required=False)
+  for name, value in manifest["counts"].items():
+    check(value, f"counts.{name}", int)
+  for i, shard in enumerate(manifest["shards"]):
+    check(shard, f"shards[{i}]", dict)
+    for name, expected in SHARD_TYPES.items():
+      check(shard.get(name, _MISSING), f"shards[{i}].{name}", expected)
+    for name, expected in OPTIONAL_SHARD_TYPES.items():
+      check(shard.get(name, _MISSING), f"shards[{i}].{name}", expected, required=False)
 
 
 def shard_paths(manifest: Mapping[str, Any]) -> List[str]:
@@ -170,6 +226,24 @@ def check_shards_exist(paths: List[str], source: str) -> None:
   if missing:
     raise FileNotFoundError(f"{source}: {len(missing)} shard(s) listed in the manifest are "
                             f"missing, e.g. {missing[0]}")
+
+
+def check_spiece(manifest: Mapping[str, Any], source: str) -> None:
+  """Raises ValueError if the SentencePiece model a loaded manifest names is not the one
+  the records were made with (its sha256 differs: it was replaced, e.g. retrained in place,
+  afterwards), naming both files. A model no longer there is not checked."""
+  spiece = manifest["spiece"]
+  path = spiece["path"]
+  if storage.is_url(path) or not os.path.isfile(path):
+    return
+  actual = tokenization.spiece_sha256(path)
+  if actual != spiece["sha256"]:
+    raise ValueError(
+        f"{source}: the SentencePiece model {path} is not the one the records were made "
+        f"with: its sha256 is {actual}, {manifest['manifest_files'][0]} records "
+        f"{spiece['sha256']} (the model was replaced after the records were made, e.g. "
+        f"retrained into the same --model_prefix). Restore that model, or recreate the "
+        f"records with this one")
 
 
 # ---- checking shards against the manifest ---------------------------------------------------

@@ -122,11 +122,13 @@ def data_settings(manifest: Dict[str, Any]) -> Dict[str, Any]:
 
 def check_data(data_path: str) -> Dict[str, Any]:
   """The manifest, after checking every shard it lists is there with the size it records
-  (cheap; catches truncation) before any model work."""
+  (cheap; catches truncation) and that its SentencePiece model is unchanged, before any
+  model work."""
   manifest = pretrain_records.load_manifest(data_path)
   if not manifest["shards"] or manifest["counts"].get("examples", 0) == 0:
     raise ValueError(f"--train_data {data_path}: the manifest lists no examples")
   pretrain_records.check_shards(manifest, f"--train_data {data_path}")
+  pretrain_records.check_spiece(manifest, f"--train_data {data_path}")
   return manifest
 
 
