@@ -203,7 +203,11 @@ def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size:
     raise
 
   path = model_prefix + ".model"
-  sp = tokenization.load_spiece(path)  # raises if an id differs from the released ones
+  try:
+    sp = tokenization.load_spiece(path)  # raises if an id differs from the released ones
+  except ValueError:
+    paths.check_space_left(path)         # the trainer does not report a failed write
+    raise
   used = min(stats["lines"] - stats["too_long"], input_sentence_size or sys.maxsize)
   print(f"wrote {path}: vocab size {sp.get_piece_size()}, trained on {used} of "
         f"{stats['lines']} lines from {len(files)} file(s)"
@@ -265,11 +269,13 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments {argv[1:]}; inputs go in --input")
   try:
-    train(FLAGS.input, FLAGS.model_prefix, FLAGS.vocab_size, uncased=FLAGS.uncased,
-          keep_accents=FLAGS.keep_accents, input_sentence_size=FLAGS.input_sentence_size,
-          max_sentence_length=FLAGS.max_sentence_length, num_threads=FLAGS.num_threads,
-          verbose=FLAGS.verbose)
-  except (ValueError, NotADirectoryError, IsADirectoryError, PermissionError) as e:
+    with paths.reporting_disk_full(FLAGS.model_prefix + ".model"):
+      train(FLAGS.input, FLAGS.model_prefix, FLAGS.vocab_size, uncased=FLAGS.uncased,
+            keep_accents=FLAGS.keep_accents, input_sentence_size=FLAGS.input_sentence_size,
+            max_sentence_length=FLAGS.max_sentence_length, num_threads=FLAGS.num_threads,
+            verbose=FLAGS.verbose)
+  except (ValueError, NotADirectoryError, IsADirectoryError, PermissionError,
+          paths.DiskFullError) as e:
     raise SystemExit(f"train_sentencepiece: {e}") from None
 
 
