@@ -166,7 +166,7 @@ def _disk_full_file(error: BaseException) -> Optional[str]:
       return os.fspath(error.filename) if error.filename else ""
     text = str(error)
     if _NO_SPACE in text:
-      named = re.findall(r"(/[^\s;:'\"]+)", text.split(_NO_SPACE)[0])
+      named = re.findall(r"(?:^|[\s'\"(])(/[^\s;:'\"]+)", text.split(_NO_SPACE)[0])
       return named[-1] if named else ""
     error = error.__cause__ or error.__context__
   return None
