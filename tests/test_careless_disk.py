@@ -49,6 +49,15 @@ def test_enospc_becomes_one_line_naming_the_mount_point_and_the_file(tmp_path):
   assert os.stat(mount).st_dev == os.stat(tmp_path).st_dev
 
 
+def test_a_failed_copy_names_its_destination(tmp_path):
+  source, copy = tmp_path / "spiece.model", tmp_path / "out" / "spiece.model"
+  error = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(source), None,
+                  os.fspath(copy))                  # as shutil.copyfile raises it
+  with pytest.raises(paths.DiskFullError, match=f"while writing {copy}$"):
+    with paths.reporting_disk_full(os.fspath(tmp_path / "out")):
+      raise error
+
+
 def test_an_error_naming_no_file_names_the_output(tmp_path):
   """Python's buffered writes fail without a file name; SafeTensors' text has "I/O"."""
   output = os.fspath(tmp_path / "records")
@@ -196,5 +205,6 @@ def test_convert_on_a_full_disk(disk, classifier_dir):
   output = os.path.join(disk, "hf")
   line = _run("xlnet_tf.convert", f"--source={classifier_dir}", "--to=huggingface",
               f"--output={output}")
-  assert line == f"xlnet_tf.convert: no space left on {disk} while writing {output}"
+  assert line.startswith(f"xlnet_tf.convert: no space left on {disk} while writing "
+                         f"{output}.partial-")
   assert os.listdir(disk) == ["filler"]

@@ -163,7 +163,8 @@ def _disk_full_file(error: BaseException) -> Optional[str]:
   while error is not None and id(error) not in seen:
     seen.add(id(error))
     if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-      return os.fspath(error.filename) if error.filename else ""
+      written = error.filename2 or error.filename        # a copy's: (source, destination)
+      return os.fspath(written) if written else ""
     text = str(error)
     if _NO_SPACE in text:
       named = re.findall(r"(?:^|[\s'\"(])(/[^\s;:'\"]+)", text.split(_NO_SPACE)[0])
