@@ -5,9 +5,9 @@ Every tool checks its output locations before it does any work (`check_output_di
 OS traceback. A disk that fills up during the work ends it with one line, "no space left
 on DEVICE while writing FILE", after removing the run's temporary files
 (`reporting_disk_full`, around each tool's work). A directory that a run writes (a model
-directory, a record directory) is held by one run at a time (`DirectoryLock`): a second run into it is refused with the
-first one's pid, host and command; the lock of a process that died (kill -9, a crash) is
-recognised as stale and taken over with a warning.
+directory, a record directory) is held by one run at a time (`DirectoryLock`): a second
+run into it is refused with the first one's pid, host and command; the lock of a process
+that died (kill -9, a crash) is recognised as stale and taken over with a warning.
 
 Pure Python (no TensorFlow import): the preprocessing tools use it too.
 
