@@ -93,11 +93,13 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   try:
-    manifest = pipeline.create(
-        settings_from_flags(), FLAGS.input_glob, FLAGS.spiece_model, FLAGS.output_dir,
-        num_workers=FLAGS.num_workers, task_index=FLAGS.task_index, num_tasks=FLAGS.num_tasks)
+    with paths.reporting_disk_full(FLAGS.output_dir):
+      manifest = pipeline.create(
+          settings_from_flags(), FLAGS.input_glob, FLAGS.spiece_model, FLAGS.output_dir,
+          num_workers=FLAGS.num_workers, task_index=FLAGS.task_index,
+          num_tasks=FLAGS.num_tasks)
   except (ValueError, FileNotFoundError, NotADirectoryError, PermissionError,
-          paths.DirectoryLockedError) as e:
+          paths.DirectoryLockedError, paths.DiskFullError) as e:
     logging.error("%s", e)
     raise SystemExit(f"create_pretraining_data: {e}") from None
   print(summary(manifest, FLAGS.output_dir))

@@ -88,7 +88,11 @@ def create(settings: DataSettings, input_patterns: Sequence[str], spiece_model: 
   created = not storage.exists(output_dir)
   try:
     with lock(run):
-      return _create_locked(run, num_workers, log_every_secs)
+      try:
+        return _create_locked(run, num_workers, log_every_secs)
+      except OSError:                 # e.g. a full disk: no half-written shard stays behind
+        remove_partials(run)
+        raise
   except NoCompleteRowError:
     if created and not storage.is_url(output_dir):
       _remove_if_empty(output_dir)
@@ -230,10 +234,17 @@ def prepare_output_dir(run: Plan) -> None:
   """Creates the output directory and removes the leftovers of a crashed run (call it
   holding `lock(run)`: without it they may be the live files of another run)."""
   storage.makedirs(run.output_dir)
-  for chunk in run.chunks:                  # leftovers of a crashed run are never complete
-    for stale in storage.glob(os.path.join(run.output_dir,
-                                           f"pretrain-c{chunk.index:05d}-*.partial*")):
-      storage.remove(stale)
+  remove_partials(run)                      # leftovers of a crashed run are never complete
+
+
+def remove_partials(run: Plan) -> None:
+  """Removes this task's temporary files: of its shards, their stats and its manifest (call
+  it holding `lock(run)`)."""
+  manifest = pretrain_records.manifest_name(run.task_index, run.num_tasks)
+  patterns = [f"pretrain-c{chunk.index:05d}-*.partial*" for chunk in run.chunks]
+  for pattern in patterns + [f"{manifest}.partial"]:
+    for partial in storage.glob(os.path.join(run.output_dir, pattern)):
+      storage.remove(partial)
 
 
 def finish(run: Plan, done: Dict[int, List[Dict[str, Any]]]) -> Dict[str, Any]:

@@ -208,7 +208,11 @@ def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size:
     try:
       stats = _train_partial(files, partial, vocab_size, uncased, keep_accents,
                              input_sentence_size, max_sentence_length, num_threads, verbose)
-      sp = tokenization.load_spiece(partial + ".model")  # raises if an id differs
+      try:
+        sp = tokenization.load_spiece(partial + ".model")  # raises if an id differs
+      except ValueError:
+        paths.check_space_left(model_prefix + ".model")   # the trainer reports no failed write
+        raise
       for suffix in (".vocab", ".model"):                 # the model last: it marks completion
         os.replace(partial + suffix, model_prefix + suffix)
     finally:
@@ -319,12 +323,13 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments {argv[1:]}; inputs go in --input")
   try:
-    train(FLAGS.input, FLAGS.model_prefix, FLAGS.vocab_size, uncased=FLAGS.uncased,
-          keep_accents=FLAGS.keep_accents, input_sentence_size=FLAGS.input_sentence_size,
-          max_sentence_length=FLAGS.max_sentence_length, num_threads=FLAGS.num_threads,
-          verbose=FLAGS.verbose, overwrite=FLAGS.overwrite)
+    with paths.reporting_disk_full(FLAGS.model_prefix + ".model"):
+      train(FLAGS.input, FLAGS.model_prefix, FLAGS.vocab_size, uncased=FLAGS.uncased,
+            keep_accents=FLAGS.keep_accents, input_sentence_size=FLAGS.input_sentence_size,
+            max_sentence_length=FLAGS.max_sentence_length, num_threads=FLAGS.num_threads,
+            verbose=FLAGS.verbose, overwrite=FLAGS.overwrite)
   except (ValueError, NotADirectoryError, IsADirectoryError, PermissionError,
-          FileExistsError, paths.DirectoryLockedError) as e:
+          FileExistsError, paths.DirectoryLockedError, paths.DiskFullError) as e:
     raise SystemExit(f"train_sentencepiece: {e}") from None
 
 

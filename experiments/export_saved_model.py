@@ -48,9 +48,10 @@ def main(argv):
     paths.check_output_dir(_EXPORT_DIR.value, "--export_dir")
     if not tf.io.gfile.exists(os.path.join(model_dir, model_directory.CLASSIFIER_FILE)):
       model_dir = os.path.join(model_dir, "final")
-    export.export_classifier(model_dir, _EXPORT_DIR.value, pair=_PAIR.value,
-                             spiece_model=_SPIECE.value,
-                             bucketed=False if _FIXED.value else None)
+    with paths.reporting_disk_full(_EXPORT_DIR.value):
+      export.export_classifier(model_dir, _EXPORT_DIR.value, pair=_PAIR.value,
+                               spiece_model=_SPIECE.value,
+                               bucketed=False if _FIXED.value else None)
   except (ValueError, OSError) as e:
     raise SystemExit(f"export_saved_model: {e}") from None
   print(f"exported {model_dir} to {_EXPORT_DIR.value}")

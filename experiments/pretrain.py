@@ -210,13 +210,14 @@ def main(argv):
   given = [n for n in ("train_batch_size", "num_hosts") if FLAGS[n].value is not None]
   check_flags_agree(manifest, num_hosts(params) if given else None)
   try:
-    summary = train_lib.run(params, "train", FLAGS.model_dir, FLAGS.stop_at_step)["train"]
-  except (train_lib.ConfigError, pretraining.CorruptRecordsError) + \
+    with paths.reporting_disk_full(FLAGS.model_dir, run_directory.temporaries(FLAGS.model_dir)):
+      summary = train_lib.run(params, "train", FLAGS.model_dir, FLAGS.stop_at_step)["train"]
+      if FLAGS.export_dir and is_chief() and summary["step"] == params.trainer.train_steps:
+        train_lib.run(params, "export", FLAGS.model_dir, export_dir=FLAGS.export_dir)
+  except (train_lib.ConfigError, pretraining.CorruptRecordsError, paths.DiskFullError) + \
       run_directory.RUN_STOPPED as e:
     raise SystemExit(f"pretrain: {e}") from None
   final = os.path.join(FLAGS.model_dir, train_lib.FINAL_DIR)
-  if FLAGS.export_dir and is_chief() and summary["step"] == params.trainer.train_steps:
-    train_lib.run(params, "export", FLAGS.model_dir, export_dir=FLAGS.export_dir)
   logging.info("pretrained model directory: %s", final)
   print(f"trained to step {summary['step']}; final loss "
         f"{summary['losses'][-1] if summary['losses'] else float('nan'):.4f}; "

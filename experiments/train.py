@@ -30,6 +30,7 @@ from official.core import train_utils  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from xlnet_tf import console  # noqa: E402
+from xlnet_tf import paths  # noqa: E402
 import xlnet_tf.tasks.experiments  # noqa: E402,F401  (registers the experiments)
 from xlnet_tf.tasks import train_lib  # noqa: E402
 from xlnet_tf.training import run_directory  # noqa: E402
@@ -51,8 +52,10 @@ def main(argv):
     raise SystemExit(f"train: --experiment {FLAGS.experiment!r} is not registered "
                      f"(see xlnet_tf/tasks/experiments.py)") from None
   try:
-    train_lib.run(params, FLAGS.mode, FLAGS.model_dir, FLAGS.stop_at_step,
-                  FLAGS.export_dir)
+    with paths.reporting_disk_full(FLAGS.export_dir or FLAGS.model_dir,
+                                   run_directory.temporaries(FLAGS.model_dir)):
+      train_lib.run(params, FLAGS.mode, FLAGS.model_dir, FLAGS.stop_at_step,
+                    FLAGS.export_dir)
   except (ValueError, OSError) + run_directory.RUN_STOPPED as e:   # ConfigError included
     raise SystemExit(f"train: {e}") from None
 

@@ -2,10 +2,12 @@
 
 Every tool checks its output locations before it does any work (`check_output_dir`,
 `check_output_file`), so a typo costs a second, not an hour of training followed by a raw
-OS traceback. A directory that a run writes (a model directory, a record directory) is
-held by one run at a time (`DirectoryLock`): a second run into it is refused with the
-first one's pid, host and command; the lock of a process that died (kill -9, a crash) is
-recognised as stale and taken over with a warning.
+OS traceback. A disk that fills up during the work ends it with one line, "no space left
+on DEVICE while writing FILE", after removing the run's temporary files
+(`reporting_disk_full`, around each tool's work). A directory that a run writes (a model
+directory, a record directory) is held by one run at a time (`DirectoryLock`): a second
+run into it is refused with the first one's pid, host and command; the lock of a process
+that died (kill -9, a crash) is recognised as stale and taken over with a warning.
 
 Pure Python (no TensorFlow import): the preprocessing tools use it too.
 
@@ -15,14 +17,18 @@ Pure Python (no TensorFlow import): the preprocessing tools use it too.
 """
 
 import atexit
+import contextlib
 import errno
+import glob
 import json
 import os
+import re
+import shutil
 import socket
 import sys
 import tempfile
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterator, Optional, Sequence
 
 from absl import logging
 
@@ -106,6 +112,102 @@ def check_output_file(path: Optional[str], flag: str) -> None:
   if os.path.isdir(path):
     raise IsADirectoryError(f"{flag}: {path} is a directory; expected a file name")
   _check_creatable(os.path.dirname(os.path.abspath(path)), flag, target=path)
+
+
+# ---- a full disk ---------------------------------------------------------------------------
+
+_NO_SPACE = os.strerror(errno.ENOSPC)                # "No space left on device"
+
+
+class DiskFullError(OSError):
+  """The file system of `filename` ran out of space while it was being written; the
+  message is the one line "no space left on DEVICE while writing FILE"."""
+
+  def __init__(self, filename: str):
+    super().__init__(errno.ENOSPC, f"no space left on {mount_point(filename)} while writing "
+                                   f"{filename}", filename)
+
+  def __str__(self) -> str:
+    return self.strerror
+
+
+def mount_point(path: str) -> str:
+  """The mount point of the file system holding `path` (or the nearest existing directory
+  above it): the longest mount point in /proc/mounts on the same device above it; the
+  directory itself where /proc/mounts cannot be read."""
+  existing = _nearest_existing(path)
+  try:
+    device = os.stat(existing).st_dev
+    with open("/proc/mounts", encoding="utf-8") as f:
+      points = [line.split()[1].replace("\\040", " ") for line in f if line.strip()]
+  except OSError:
+    return existing if os.path.isdir(existing) else os.path.dirname(existing)
+  real = os.path.realpath(existing)
+  found = "/"
+  for point in points:
+    above = real == point or real.startswith(point.rstrip("/") + "/")
+    if above and len(point) > len(found):
+      try:
+        if os.stat(point).st_dev == device:
+          found = point
+      except OSError:
+        pass
+  return found
+
+
+def _disk_full_file(error: BaseException) -> Optional[str]:
+  """The file whose write failed for want of space, "" if the error says no space left but
+  names no file, None if it is another error. Follows the chain of causes: TensorFlow's
+  errors and SentencePiece's RuntimeErrors carry the OS's reason in their text."""
+  seen = set()
+  while error is not None and id(error) not in seen:
+    seen.add(id(error))
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+      written = error.filename2 or error.filename        # a copy's: (source, destination)
+      return os.fspath(written) if written else ""
+    text = str(error)
+    if _NO_SPACE in text:
+      named = re.findall(r"(?:^|[\s'\"(])(/[^\s;:'\"]+)", text.split(_NO_SPACE)[0])
+      return named[-1] if named else ""
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def check_space_left(path: str) -> None:
+  """Raises OSError(ENOSPC) naming `path` if the file system holding it has no space left
+  (for writers that do not report a failed write, such as SentencePiece's trainer: call it
+  when what they wrote turns out incomplete)."""
+  if os.statvfs(_nearest_existing(path)).f_bavail == 0:
+    raise OSError(errno.ENOSPC, _NO_SPACE, path)
+
+
+def _remove(path: str) -> None:
+  if os.path.isdir(path) and not os.path.islink(path):
+    shutil.rmtree(path, ignore_errors=True)
+  else:
+    with contextlib.suppress(OSError):
+      os.remove(path)
+
+
+@contextlib.contextmanager
+def reporting_disk_full(output: str, temporaries: Sequence[str] = ()) -> Iterator[None]:
+  """Around a tool's work: an error of a full disk in the block (an OSError with errno
+  ENOSPC, or an error whose text has the OS's "No space left on device") removes the
+  files and directories matching the glob patterns `temporaries` (the run's own temporary
+  names, e.g. "OUT/*.partial*" in a directory this run holds the lock of) and becomes
+  `DiskFullError` naming the file that was being written (`output`, the tool's output
+  location, where the error names none). Other errors pass unchanged. Local paths only:
+  on a URL the storage system's error passes unchanged."""
+  try:
+    yield
+  except Exception as e:                                 # pylint: disable=broad-except
+    filename = _disk_full_file(e)
+    if filename is None or is_url(output):
+      raise
+    for pattern in temporaries:
+      for path in glob.glob(pattern):
+        _remove(path)
+    raise DiskFullError(filename or output) from None
 
 
 # ---- the directory lock --------------------------------------------------------------------

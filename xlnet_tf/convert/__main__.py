@@ -28,6 +28,7 @@ from absl import app
 from absl import flags
 
 from xlnet_tf import console
+from xlnet_tf import paths
 from xlnet_tf.convert import ConvertOptions
 from xlnet_tf.convert import convert
 from xlnet_tf.convert import task_heads
@@ -115,8 +116,9 @@ def export_main() -> None:
       raise ValueError(f"{', '.join(given)}: these describe an import (--to xlnet_tf); "
                        f"--to huggingface reads the model, its spec and spiece.model from "
                        f"--source")
-    report = to_huggingface.export_to_huggingface(_SOURCE.value, _OUTPUT.value,
-                                                  overwrite=_OVERWRITE.value)
+    with paths.reporting_disk_full(_OUTPUT.value):
+      report = to_huggingface.export_to_huggingface(_SOURCE.value, _OUTPUT.value,
+                                                    overwrite=_OVERWRITE.value)
   except (ValueError, OSError, ImportError, FloatingPointError) as e:
     raise SystemExit(f"xlnet_tf.convert: {e}") from None
   print(f"{report['source_model']} model directory {report['source']} -> {_OUTPUT.value}: "
@@ -142,8 +144,9 @@ def main(argv):
         start_n_top=_START_N_TOP.value, end_n_top=_END_N_TOP.value,
         version_2_with_negative=_VERSION_2.value,
         null_score_diff_threshold=_NULL_THRESHOLD.value)
-    report = convert(_SOURCE.value, _OUTPUT.value, overwrite=_OVERWRITE.value,
-                     options=options, saved_model=_SAVED_MODEL.value)
+    with paths.reporting_disk_full(_OUTPUT.value):
+      report = convert(_SOURCE.value, _OUTPUT.value, overwrite=_OVERWRITE.value,
+                       options=options, saved_model=_SAVED_MODEL.value)
   except (ValueError, OSError, ImportError) as e:
     raise SystemExit(f"xlnet_tf.convert: {e}") from None
   kind = report["output_kind"]

@@ -93,6 +93,15 @@ def check_settings(model_dir: str, settings: Dict[str, Any], has_results: bool) 
   tf.io.gfile.rename(partial, path, overwrite=True)
 
 
+def temporaries(model_dir: str) -> List[str]:
+  """Glob patterns of the temporary names a run writes in `model_dir` (the run holds its
+  lock, so they are its own): its writers' `*.partial*` files and directories and
+  TensorFlow's `*_temp` checkpoint directories, there and one level below (best/, final/,
+  features/). `paths.reporting_disk_full` removes them when the disk fills up."""
+  return [os.path.join(model_dir, *below, name)
+          for below in ((), ("*",)) for name in ("*.partial*", "*_temp")]
+
+
 def open_run(model_dir: str, purpose: str, settings: Dict[str, Any],
              has_results: Callable[[], Any], flag: str = "--model_dir") -> paths.DirectoryLock:
   """Checks, locks and claims `model_dir` for a run (see the module docstring); returns
