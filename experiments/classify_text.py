@@ -76,15 +76,16 @@ def check_utf8(texts, what):
 
 
 def classify(saved_model_dir, texts_a, texts_b=None):
-  """[{text, label, probabilities}] for each sentence."""
+  """[{text, label, probabilities}] for each sentence (of each pair `texts_a[i]`,
+  `texts_b[i]` for a pair classifier); ValueError for texts that do not fit the export."""
+  if texts_b is not None and len(texts_b) != len(texts_a):
+    raise ValueError(f"--text_b: {len(texts_b)} given for {len(texts_a)} sentence(s); give "
+                     f"one per sentence, in order")
   serve, pair = classifier_signature(saved_model_dir)
   if pair != (texts_b is not None):
     raise ValueError(
         f"{saved_model_dir} classifies sentence pairs: give one --text_b per sentence"
-        if pair else f"{saved_model_dir} classifies single sentences: --text_b is not used")
-  if texts_b is not None and len(texts_b) != len(texts_a):
-    raise ValueError(f"--text_b: {len(texts_b)} given for {len(texts_a)} sentence(s); give "
-                     f"one per sentence, in order")
+        if pair else f"{saved_model_dir} classifies single sentences: give no --text_b")
   inputs = {"text_a": tf.constant(texts_a, tf.string)}
   if texts_b is not None:
     inputs["text_b"] = tf.constant(texts_b, tf.string)

@@ -34,7 +34,6 @@ from xlnet_tf import build_pretrainer
 from xlnet_tf import generate as generate_cli
 from xlnet_tf import load_pretrained
 from xlnet_tf import model_directory
-from xlnet_tf import paths
 from xlnet_tf import save_pretrained
 from xlnet_tf.convert import convert
 from xlnet_tf.models.xlnet_classifier import build_classifier
@@ -307,10 +306,6 @@ def test_an_export_removes_the_partial_directory_of_a_killed_export(pretrained_d
   assert sorted(name for name in os.listdir(tmp_path) if ".partial-" in name) == sorted(
       [live.name, other_host.name])
   assert os.path.exists(os.path.join(export_dir, "saved_model.pb"))
-  assert (f"removed {tmp_path / left[0]}: the unfinished output of pid "
-          f"{killed_pid(left[0])} on {socket.gethostname()}, which is no longer running"
-          in caplog.text), caplog.text
-
-
-def killed_pid(name):
-  return name.split(".partial-")[1].split("@")[0]
+  pid = left[0].split(".partial-")[1].split("@")[0]
+  assert (f"removed {tmp_path / left[0]}: the unfinished output of pid {pid} on "
+          f"{socket.gethostname()}, which is no longer running" in caplog.text), caplog.text

@@ -298,8 +298,8 @@ def remove_stale_partials(path: str) -> List[str]:
       continue
     stale = os.path.join(parent, name)
     if os.path.isdir(stale) and not os.path.islink(stale):
-      shutil.rmtree(stale, ignore_errors=True)
-    else:
+      shutil.rmtree(stale, ignore_errors=True)       # another run may be removing it too
+    elif os.path.lexists(stale):
       os.remove(stale)
     logging.warning("removed %s: the unfinished output of pid %s on %s, which is no longer "
                     "running", stale, match.group(1), host)
