@@ -77,7 +77,8 @@ def _nan_model_dir(directory, spiece_model):
 
 def test_load_pretrained_refuses_nan_weights_naming_directory_and_weight(spiece_model,
                                                                          tmp_path):
-  # Before: the model loaded, and xlnet-generate printed " ⁇  ⁇ ..." with exit status 0.
+  # Before: the model loaded, and xlnet-generate printed garbage ("stonestonestone" here)
+  # with exit status 0.
   directory = _nan_model_dir(tmp_path / "nan", spiece_model)
   with pytest.raises(model_directory.NonFiniteError) as raised:
     load_pretrained(directory)
@@ -132,7 +133,8 @@ def test_generate_serves_a_bi_data_pretrained_model(spiece_model, tmp_path, caps
 
 def test_convert_names_the_safetensors_file_and_tensor_holding_nan(tmp_path):
   # Before: "<tmp>/.out.partial-<id>: 1 weight(s) hold NaN or infinite values (e.g.
-  # xlnet_pretrainer/...); nothing was written", naming the temporary output directory.
+  # transformer/layer_1/ff/layer_1/kernel:0); nothing was written", naming the temporary
+  # output directory; xlnet-convert printed it as a traceback's last line.
   source = tmp_path / "hf"
   make_hf_model(small_config(), seed=3).save_pretrained(os.fspath(source))
   weights = os.fspath(source / "model.safetensors")
@@ -215,8 +217,7 @@ def test_classify_names_the_kind_of_export_it_got(exports, kind, says, capsys):
 
 @pytest.mark.slow
 def test_classify_takes_text_b_for_a_pair_classifier(exports, capsys):
-  # Before: no --text_b ("unrecognized arguments"), and without it a TypeError (text_b
-  # missing).
+  # Before: "error: unrecognized arguments: --text_b ..." (no way to pass text_b).
   classify_text.main(["--saved_model", exports["pair"], "--json", "A man eats.", "Rain.",
                       "--text_b", "Someone eats.", "--text_b", "It is dry."])
   rows = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
@@ -236,8 +237,8 @@ def test_classify_takes_text_b_for_a_pair_classifier(exports, capsys):
 
 @pytest.mark.slow
 def test_classify_names_a_sentence_that_is_not_utf8(exports, capsys):
-  # Before: UnicodeEncodeError: 'utf-8' codec can't encode character '\udcff' in position
-  # 4: surrogates not allowed, a traceback.
+  # Before: "ValueError: Error converting unicode string while converting Python sequence
+  # to Tensor.", a traceback.
   bad = b"the \xff whale".decode("utf-8", "surrogateescape")      # as argv arrives
   line = _classify_error(["--saved_model", exports["pair"], bad], capsys)
   assert line.endswith("error: sentence 1: not valid UTF-8 (character 5); give UTF-8 text")
