@@ -12,8 +12,12 @@ the directory records (`model_directory.read_text_settings`: lower-cased if unca
 accents kept if keep_accents; --uncased / --keep_accents force either on) and encoded
 with the directory's spiece.model (or --spiece_model), as the data pipeline encodes
 text; the continuation (the new tokens up to a stop id, <eop> as a line break) is printed
-to stdout. A missing directory, SentencePiece model or invalid option ends the run with
-exit status 1 and one line naming it.
+to stdout. The model is loaded with bi_data=False: bi_data (forward and backward encodings
+for the two halves of a pretraining batch) is a pretraining data option, and generation
+runs one direction, so the pipeline's own pretrained models (recorded with bi_data=True)
+generate as they are. A missing directory, SentencePiece model, a prompt that is not valid
+UTF-8, weights holding NaN or an infinity, or an invalid option ends the run with exit
+status 1 and one line naming it.
 """
 
 import argparse
@@ -94,7 +98,13 @@ def resolve_model_dir(model_dir: str) -> str:
 
 
 def run(args: argparse.Namespace) -> str:
-  """The continuation of `args.prompt`; ValueError / OSError for bad inputs."""
+  """The continuation of `args.prompt`; ValueError / OSError / NonFiniteError for bad
+  inputs."""
+  try:
+    args.prompt.encode("utf-8")
+  except UnicodeEncodeError as e:        # undecodable bytes of argv (surrogate escapes)
+    raise ValueError(f"--prompt: not valid UTF-8 (character {e.start + 1} of the prompt); "
+                     f"give UTF-8 text") from None
   model_dir = resolve_model_dir(args.model_dir)
   spiece = args.spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not os.path.isfile(spiece):
@@ -112,7 +122,7 @@ def run(args: argparse.Namespace) -> str:
 
   from xlnet_tf import generation  # pylint: disable=g-import-not-at-top
   from xlnet_tf.pretrained import load_pretrained  # pylint: disable=g-import-not-at-top
-  model = load_pretrained(model_dir)
+  model = load_pretrained(model_dir, bi_data=False)   # a pretraining option; see above
   if sp.get_piece_size() != model.encoder.config.n_token:
     raise ValueError(f"--spiece_model: {spiece} has {sp.get_piece_size()} pieces, the model "
                      f"{model.encoder.config.n_token} (n_token)")
@@ -127,7 +137,7 @@ def main(argv: Optional[List[str]] = None) -> None:
   args = _parser().parse_args(argv)
   try:
     text = run(args)
-  except (ValueError, OSError) as e:
+  except (ValueError, OSError, model_directory.NonFiniteError) as e:
     message = str(e)
     if message.startswith(("max_new_tokens", "temperature", "top_k", "top_p", "seed",
                            "mem_len", "reuse_len")):

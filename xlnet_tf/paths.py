@@ -7,7 +7,9 @@ on DEVICE while writing FILE", after removing the run's temporary files
 (`reporting_disk_full`, around each tool's work). A directory that a run writes (a model
 directory, a record directory) is held by one run at a time (`DirectoryLock`): a second
 run into it is refused with the first one's pid, host and command; the lock of a process
-that died (kill -9, a crash) is recognised as stale and taken over with a warning.
+that died (kill -9, a crash) is recognised as stale and taken over with a warning. Likewise
+the temporary directory an export is built in (`partial_path`) that a killed process left
+is removed by the next export to that path (`remove_stale_partials`).
 
 Pure Python (no TensorFlow import): the preprocessing tools use it too.
 
@@ -28,7 +30,7 @@ import socket
 import sys
 import tempfile
 import time
-from typing import Any, Dict, Iterator, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from absl import logging
 
@@ -365,3 +367,41 @@ class DirectoryLock:
 
   def __exit__(self, *exc) -> None:
     self.release()
+
+
+# ---- temporary directories of dead processes -------------------------------------------
+
+def partial_path(path: str) -> str:
+  """The name this process builds the directory `path` under before renaming it:
+  `<path>.partial-<pid>@<host>` (`remove_stale_partials` recognises it)."""
+  return f"{path.rstrip('/')}.partial-{os.getpid()}@{socket.gethostname()}"
+
+
+def remove_stale_partials(path: str) -> List[str]:
+  """Removes the `partial_path` directories of `path` (and the temporaries nested under
+  their names) left by processes of this host that are no longer running (killed during
+  the write), with a warning naming each; a live process's, another host's or a URL's is
+  never touched. Returns the paths removed."""
+  path = path.rstrip("/")
+  if is_url(path):
+    return []
+  parent, base = os.path.split(os.path.abspath(path))
+  try:
+    names = sorted(os.listdir(parent))
+  except OSError:
+    return []
+  pattern = re.compile(re.escape(base) + r"\.partial-(\d+)@(.+?)(\.partial-.*)?")
+  host, removed = socket.gethostname(), []
+  for name in names:
+    match = pattern.fullmatch(name)
+    if not match or match.group(2) != host or _alive({"pid": int(match.group(1))}):
+      continue
+    stale = os.path.join(parent, name)
+    if os.path.isdir(stale) and not os.path.islink(stale):
+      shutil.rmtree(stale, ignore_errors=True)       # another run may be removing it too
+    elif os.path.lexists(stale):
+      os.remove(stale)
+    logging.warning("removed %s: the unfinished output of pid %s on %s, which is no longer "
+                    "running", stale, match.group(1), host)
+    removed.append(stale)
+  return removed

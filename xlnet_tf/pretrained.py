@@ -53,6 +53,8 @@ def load_pretrained(directory: str, cache_dir: Optional[str] = None, progress: b
       config (naming the variable).
     FileNotFoundError: naming the missing file; `directory` neither a directory nor a
       preset (listing the presets).
+    model_directory.NonFiniteError: a weight holds NaN or an infinity (naming the
+      directory and the weight).
   """
   unknown = sorted(set(run_options) - set(RUN_OPTION_KEYS))
   if unknown:
@@ -66,6 +68,13 @@ def load_pretrained(directory: str, cache_dir: Optional[str] = None, progress: b
   config = config.replace(**run_options)
   model = build_pretrainer(config)
   restore_weights(model, os.path.join(directory, model_directory.CHECKPOINT_PREFIX))
+  non_finite = set(model_directory.non_finite_variables(model.variables))
+  bad = [name for name, variable in released_names.released_variables(model).items()
+         if variable.name in non_finite] or sorted(non_finite)
+  if bad:
+    raise model_directory.NonFiniteError(
+        f"{directory}: {len(bad)} weight(s) hold NaN or infinite values (e.g. "
+        f"{', '.join(bad[:3])}); the model cannot be used")
   return model
 
 

@@ -147,7 +147,7 @@ def main(argv):
     with paths.reporting_disk_full(_OUTPUT.value):
       report = convert(_SOURCE.value, _OUTPUT.value, overwrite=_OVERWRITE.value,
                        options=options, saved_model=_SAVED_MODEL.value)
-  except (ValueError, OSError, ImportError) as e:
+  except (ValueError, OSError, ImportError, FloatingPointError) as e:
     raise SystemExit(f"xlnet_tf.convert: {e}") from None
   kind = report["output_kind"]
   head = report.get("task_head")

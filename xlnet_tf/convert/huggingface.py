@@ -49,6 +49,7 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet_tf.configs import XLNetConfig
+from xlnet_tf import model_directory
 from xlnet_tf import released_names as names
 from xlnet_tf.convert import task_heads
 from xlnet_tf.convert.source import SourceWeights
@@ -291,6 +292,8 @@ def _read_tensors(directory: str) -> Tuple[Dict[str, np.ndarray], str]:
   Raises:
     FileNotFoundError: a shard listed in the index is missing (naming both).
     ValueError: a weight file (or the index) is truncated or corrupt, naming the file.
+    model_directory.NonFiniteError: a tensor holds NaN or an infinity (naming the file
+      and the tensor).
   """
   single = os.path.join(directory, "model.safetensors")
   index = os.path.join(directory, "model.safetensors.index.json")
@@ -319,7 +322,19 @@ def _read_tensors(directory: str) -> Tuple[Dict[str, np.ndarray], str]:
   if not isinstance(state, dict):
     raise ValueError(f"{binary}: holds a {type(state).__name__}, expected a state dict "
                      f"(name -> tensor)")
-  return {k: v.detach().to(torch.float32).numpy() for k, v in state.items()}, binary
+  tensors = {k: v.detach().to(torch.float32).numpy() for k, v in state.items()}
+  _check_finite(tensors, binary)
+  return tensors, binary
+
+
+def _check_finite(tensors: Mapping[str, np.ndarray], path: str) -> None:
+  """Raises `model_directory.NonFiniteError` naming `path` and (up to three) tensors of
+  `tensors` that hold NaN or an infinity."""
+  bad = sorted(name for name, value in tensors.items() if not np.all(np.isfinite(value)))
+  if bad:
+    raise model_directory.NonFiniteError(
+        f"{path}: {len(bad)} tensor(s) hold NaN or infinite values (e.g. "
+        f"{', '.join(bad[:3])}); nothing was written")
 
 
 def _index_shards(index: str):
@@ -409,15 +424,16 @@ def _read_safetensors(paths, index: str = None) -> Dict[str, np.ndarray]:
   for path in paths:
     listed = f" (listed in {index})" if index else ""
     length, header = _safetensors_header(path, index)
+    read = {}
     try:
       with safe_open(path, framework="np") as f:
         for key in f.keys():
           dtype = header.get(key, {}).get("dtype")
           if dtype == "BF16":
-            tensors[key] = _bf16_tensor(path, length, key, header[key], listed)
+            read[key] = _bf16_tensor(path, length, key, header[key], listed)
             continue
           try:
-            tensors[key] = np.asarray(f.get_tensor(key), dtype=np.float32)
+            read[key] = np.asarray(f.get_tensor(key), dtype=np.float32)
           except (TypeError, ValueError) as e:
             raise ValueError(f"{path}{listed}: tensor {key} has dtype {dtype}, which cannot "
                              f"be read as float32 ({e}); expected F32, F16, BF16 or F64") \
@@ -425,6 +441,8 @@ def _read_safetensors(paths, index: str = None) -> Dict[str, np.ndarray]:
     except (SafetensorError, OSError) as e:
       raise ValueError(f"{path}{listed}: cannot read the safetensors file; it is corrupt "
                        f"({e}). Download it again") from None
+    _check_finite(read, path)
+    tensors.update(read)
   return tensors
 
 

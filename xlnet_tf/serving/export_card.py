@@ -129,15 +129,17 @@ def check_export_dir(export_dir: str, flag: str = "--export_dir") -> None:
 def save(module: tf.Module, export_dir: str, model_dir: str, model,
          card: Optional[ExportCard] = None) -> str:
   """The export, whole or not at all: `module` with its `signatures()` and, with `card`,
-  its README.md are written to `<export_dir>.partial-<pid>`, which is then renamed to
-  `export_dir` (checked empty by `check_export_dir` first). Whatever fails on the way
+  its README.md are written to `<export_dir>.partial-<pid>@<host>` (`paths.partial_path`;
+  those of dead processes are removed first, `paths.remove_stale_partials`), which is then
+  renamed to `export_dir` (checked empty by `check_export_dir` first). Whatever fails on the way
   (saving, the parity, the card, the rename) removes the partial directory and leaves
   `export_dir` as it was. An existing `export_dir` is never removed with its contents: a
   local one is removed with `os.rmdir`, which refuses a directory someone has filled since
   the check (FileExistsError); on a URL (no such call) it is checked empty again, then
   removed. Returns `export_dir`."""
   export_dir = export_dir.rstrip("/")
-  partial = f"{export_dir}.partial-{os.getpid()}"
+  paths.remove_stale_partials(export_dir)        # left by a killed export
+  partial = paths.partial_path(export_dir)
   if tf.io.gfile.exists(partial):                # a leftover of this process's name
     tf.io.gfile.rmtree(partial)
   try:

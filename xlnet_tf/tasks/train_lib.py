@@ -292,7 +292,8 @@ def export(task: base.XLNetTask, model_dir: str, export_dir: Optional[str] = Non
   else:
     raise FileNotFoundError(f"{model_dir}: neither {BEST_DIR}/ nor {FINAL_DIR}/ exists "
                             f"(train first: --mode=train or train_and_eval)")
-  partial = f"{export_dir.rstrip('/')}.partial-{os.getpid()}"
+  paths.remove_stale_partials(export_dir)           # left by a killed export
+  partial = paths.partial_path(export_dir)
   task.export(source, partial)                      # whole or not at all (export_card.save)
   try:
     export_card.rename_over_empty(partial, export_dir.rstrip("/"))   # never over contents
