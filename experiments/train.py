@@ -27,7 +27,6 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 from official.common import flags as tfm_flags  # noqa: E402
 from official.core import train_utils  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 from xlnet_tf import console  # noqa: E402
 import xlnet_tf.tasks.experiments  # noqa: E402,F401  (registers the experiments)
@@ -40,10 +39,8 @@ FLAGS = flags.FLAGS
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  for path in FLAGS.config_file or ():
-    if not tf.io.gfile.exists(path):
-      raise SystemExit(f"train: --config_file {path}: no such file")
   try:
+    train_lib.check_experiment_files(FLAGS.config_file, FLAGS.params_override)
     params = train_utils.parse_configuration(FLAGS)
   except (KeyError, ValueError) as e:         # a key typo (KeyError is a LookupError)
     raise SystemExit(f"train: {e}") from None
