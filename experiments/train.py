@@ -14,7 +14,9 @@ Flags are Model Garden's (`official.common.flags`): --experiment (xlnet/classifi
 xlnet/squad, xlnet/race, xlnet/tagging, xlnet/pretraining), --config_file (repeatable,
 applied in order), --params_override (YAML/JSON string or file, last),
 --mode=train|eval|train_and_eval|export, --model_dir, --tpu; and --stop_at_step,
---export_dir. An unknown key in a file or an override is refused, naming the key.
+--export_dir. An unknown key in a file or an override is refused, naming the key; so
+are a --config_file that is not YAML (by its line), empty or a directory, and an
+override that is neither key=value pairs nor a file.
 
 The modes and what of Model Garden is not used (and why): `xlnet_tf/tasks/train_lib.py`.
 """

@@ -16,7 +16,9 @@ Modes:
                   a NaN one), a rerun resumes exactly (the data position skipped,
                   step-keyed dropout); the fine-tuned model directory goes to MODEL_DIR/final.
   eval            the task's metrics of the newest checkpoint, to
-                  MODEL_DIR/eval_results_<split>.json and TensorBoard (MODEL_DIR/validation).
+                  MODEL_DIR/eval_results_<split>.json and TensorBoard (MODEL_DIR/validation);
+                  a model other than the one the directory's run settings record (another
+                  n_layer, other labels) is refused first, naming what differs.
   train_and_eval  train, evaluating every trainer.validation_interval steps and at the end
                   (orbit's train_and_evaluate; TensorBoard MODEL_DIR/validation); the model
                   with the best task.METRIC so far is kept as a model directory in
@@ -180,9 +182,10 @@ def strategy_of(params) -> tf.distribute.Strategy:
   except (ValueError, OSError, tf.errors.OpError) as e:
     if name != "tpu":
       raise
+    why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     raise ConfigError(f"runtime.tpu={runtime.tpu!r} (--tpu, --use_tpu): no TPU found "
-                      f"({str(e).strip().splitlines()[0]}); give --tpu=NAME of a Cloud TPU, or leave out "
-                      f"--use_tpu / --strategy=tpu") from None
+                      f"({why}); give --tpu=NAME of a Cloud TPU, or leave out --use_tpu / "
+                      f"--strategy=tpu") from None
 
 
 def check_model_fits(config: XLNetConfig, training: bool) -> None:
@@ -210,6 +213,7 @@ def check_init_checkpoint(params) -> None:
 
 
 def check_validation_steps(params) -> None:
+  """ConfigError, before training, for a trainer.validation_steps orbit refuses."""
   steps = params.trainer.validation_steps
   if steps != -1 and steps < 1:
     raise ConfigError(f"trainer.validation_steps must be -1 (the whole split) or >= 1, "
