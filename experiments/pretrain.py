@@ -106,7 +106,7 @@ flags.DEFINE_integer("seed", 0, "Seed of the initialisation, dropout and shard o
 flags.DEFINE_integer("steps_per_loop", 1000, "Steps per tf.function call (the original "
                      "`iterations`); also the logging and summary interval.")
 flags.DEFINE_integer("save_steps", 10000, "Checkpoint interval.")
-flags.DEFINE_integer("max_checkpoints", 5, "Checkpoints kept.")
+flags.DEFINE_integer("max_checkpoints", 5, "Checkpoints kept (0: every one).")
 flags.DEFINE_integer("stop_at_step", None, "Stop (with a checkpoint) at this step, e.g. to "
                      "train in time slices; rerun to continue. The schedule still ends at "
                      "--train_steps.")
@@ -208,7 +208,10 @@ def main(argv):
   except (ValueError, OSError) as e:
     raise SystemExit(f"pretrain: {e}") from None
   given = [n for n in ("train_batch_size", "num_hosts") if FLAGS[n].value is not None]
-  check_flags_agree(manifest, num_hosts(params) if given else None)
+  try:
+    check_flags_agree(manifest, num_hosts(params) if given else None)
+  except train_lib.ConfigError as e:               # the strategy's devices
+    raise SystemExit(f"pretrain: {e}") from None
   try:
     with paths.reporting_disk_full(FLAGS.model_dir, run_directory.temporaries(FLAGS.model_dir)):
       summary = train_lib.run(params, "train", FLAGS.model_dir, FLAGS.stop_at_step)["train"]

@@ -31,9 +31,10 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union
 
 from absl import flags
 
+from xlnet_tf.training.checkpointing import KEEP_ALL_CHECKPOINTS  # max_save 0: keep all
+
 FLAGS = flags.FLAGS
 IGNORED = "ignored"
-KEEP_ALL_CHECKPOINTS = 1_000_000       # max_save 0 ("keep them all")
 
 # The released scripts and the entry points that replace them.
 ENTRY_POINTS = {"train.py": "experiments.pretrain", "train_gpu.py": "experiments.pretrain",

@@ -72,7 +72,7 @@ flags.DEFINE_integer("train_steps", 1000, "Updates.")
 flags.DEFINE_integer("warmup_steps", 0, "Linear warmup updates.")
 flags.DEFINE_integer("save_steps", 1000, "Checkpoint interval.")
 flags.DEFINE_integer("iterations", 100, "Steps per tf.function call (and log interval).")
-flags.DEFINE_integer("max_checkpoints", 3, "Checkpoints kept.")
+flags.DEFINE_integer("max_checkpoints", 3, "Checkpoints kept (0: every one).")
 flags.DEFINE_integer("shuffle_buffer_size", 100_000, "Training examples in the shuffle "
                      "buffer.")
 flags.DEFINE_bool("is_regression", None, "Override the task's regression setting.")

@@ -72,7 +72,7 @@ flags.DEFINE_integer("max_qa_length", 128, "Question+option pieces kept (the las
 flags.DEFINE_integer("eval_batch_size", 32, "Questions per evaluation batch.")
 flags.DEFINE_integer("iterations", 1000, "Steps per loop (tf.function call, loss log).")
 flags.DEFINE_integer("save_steps", 1000, "Checkpoint interval (steps).")
-flags.DEFINE_integer("max_checkpoints", 3, "Checkpoints kept.")
+flags.DEFINE_integer("max_checkpoints", 3, "Checkpoints kept (0: every one).")
 flags.DEFINE_integer("grad_accum_steps", 1, "Micro-batches per update.")
 flags.DEFINE_enum("precision", "float32", sorted(finetuning.PRECISIONS), "Numerics "
                   "(bfloat16: bfloat16 compute, float32 weights).")

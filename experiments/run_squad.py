@@ -90,7 +90,7 @@ flags.DEFINE_integer("iterations", 1000, "Training steps per loop (one tf.functi
                      "the loss is logged and checked after each).")
 flags.DEFINE_integer("save_steps", 1000, "Steps between checkpoints in MODEL_DIR (a rerun "
                      "resumes from the newest).")
-flags.DEFINE_integer("max_checkpoints", 5, "Checkpoints kept.")
+flags.DEFINE_integer("max_checkpoints", 5, "Checkpoints kept (0: every one).")
 flags.DEFINE_integer("shuffle_buffer_size", None, "Windows in the training shuffle buffer "
                      "(default: the xlnet/squad experiment's).")
 flags.DEFINE_enum("precision", "float32", sorted(finetuning.PRECISIONS), "Numerics "

@@ -1,7 +1,8 @@
-"""The distribution-strategy flags shared by the training entry points."""
+"""The distribution-strategy flags shared by the training entry points; the strategy
+itself is built (and the devices checked) by `xlnet_tf.tasks.train_lib.strategy_of` from
+the experiment's runtime (`released_flags.runtime_override`)."""
 
 from absl import flags
-from official.common import distribute_utils
 
 flags.DEFINE_enum("strategy", "default", ["default", "one_device", "mirrored",
                                           "multi_worker", "tpu"],
@@ -21,10 +22,3 @@ def distribution_strategy() -> str:
   values = flags.FLAGS
   return "tpu" if values.tpu else _NAMES[values.strategy]
 
-
-def strategy_from_flags():
-  """The tf.distribute strategy the flags ask for (official.common.distribute_utils)."""
-  values = flags.FLAGS
-  return distribute_utils.get_distribution_strategy(
-      distribution_strategy=distribution_strategy(), num_gpus=values.num_gpus,
-      tpu_address=values.tpu)

@@ -14,7 +14,9 @@ Flags are Model Garden's (`official.common.flags`): --experiment (xlnet/classifi
 xlnet/squad, xlnet/race, xlnet/tagging, xlnet/pretraining), --config_file (repeatable,
 applied in order), --params_override (YAML/JSON string or file, last),
 --mode=train|eval|train_and_eval|export, --model_dir, --tpu; and --stop_at_step,
---export_dir. An unknown key in a file or an override is refused, naming the key.
+--export_dir. An unknown key in a file or an override is refused, naming the key; so
+are a --config_file that is not YAML (by its line), empty or a directory, and an
+override that is neither key=value pairs nor a file.
 
 The modes and what of Model Garden is not used (and why): `xlnet_tf/tasks/train_lib.py`.
 """
@@ -27,7 +29,6 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 from official.common import flags as tfm_flags  # noqa: E402
 from official.core import train_utils  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 from xlnet_tf import console  # noqa: E402
 from xlnet_tf import paths  # noqa: E402
@@ -41,10 +42,8 @@ FLAGS = flags.FLAGS
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  for path in FLAGS.config_file or ():
-    if not tf.io.gfile.exists(path):
-      raise SystemExit(f"train: --config_file {path}: no such file")
   try:
+    train_lib.check_experiment_files(FLAGS.config_file, FLAGS.params_override)
     params = train_utils.parse_configuration(FLAGS)
   except (KeyError, ValueError) as e:         # a key typo (KeyError is a LookupError)
     raise SystemExit(f"train: {e}") from None

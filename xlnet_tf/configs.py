@@ -110,6 +110,14 @@ class XLNetConfig:
     if self.initializer_range <= 0 or self.layer_norm_eps <= 0:
       raise ValueError("XLNetConfig.initializer_range and layer_norm_eps must be positive")
 
+  def min_weight_count(self) -> int:
+    """A lower bound of the number of weights: the word embedding and, per layer, the
+    attention projections (q, k, v, o, r) and the feed-forward kernels (biases, norms and
+    heads left out); what a plausibility check of the sizes needs."""
+    per_layer = (5 * self.d_model * self.n_head * self.d_head +
+                 2 * self.d_model * self.d_inner)
+    return self.n_token * self.d_model + self.n_layer * per_layer
+
   # ---- dict / JSON -------------------------------------------------------------------
 
   def to_dict(self) -> Dict[str, Any]:

@@ -30,6 +30,7 @@ import json
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 import tensorflow as tf
 import tf_keras
 
@@ -81,6 +82,30 @@ def check_finite(model: tf_keras.Model, what: str) -> None:
     raise NonFiniteError(
         f"{what}: {len(bad)} weight(s) hold NaN or infinite values (e.g. "
         f"{', '.join(bad[:3])}); nothing was written")
+
+
+def check_checkpoint(path: str, what: str) -> str:
+  """The checkpoint prefix of `path` (a model directory or a model.ckpt prefix) once it is
+  found and every floating-point value in it is finite; else ValueError naming `what` and
+  the path (a SavedModel export said to be one), or `NonFiniteError` naming the variables.
+  Returns the prefix."""
+  prefix = os.path.join(path, CHECKPOINT_PREFIX) if tf.io.gfile.isdir(path) else path
+  if not tf.io.gfile.exists(f"{prefix}.index"):
+    if tf.io.gfile.exists(os.path.join(path, "saved_model.pb")):
+      raise ValueError(f"{what} {path} is a SavedModel (an export), not a model directory; "
+                       f"give the model directory it was exported from ({CONFIG_FILE}, "
+                       f"{CHECKPOINT_PREFIX}.*)")
+    raise ValueError(f"{what} {path}: no checkpoint {prefix}.index (expected a model "
+                     f"directory or a {CHECKPOINT_PREFIX} prefix)")
+  reader = tf.train.load_checkpoint(prefix)
+  bad = sorted(name.replace("/.ATTRIBUTES/VARIABLE_VALUE", "")
+               for name, dtype in reader.get_variable_to_dtype_map().items()
+               if dtype.is_floating and not np.isfinite(reader.get_tensor(name)).all())
+  if bad:
+    raise NonFiniteError(f"{what} {prefix}: {len(bad)} weight(s) hold NaN or infinite values "
+                         f"(e.g. {', '.join(bad[:3])}); no run can start from them, give "
+                         f"another checkpoint")
+  return prefix
 
 
 # ---- writing and reading ---------------------------------------------------------------------

@@ -16,7 +16,9 @@ Modes:
                   a NaN one), a rerun resumes exactly (the data position skipped,
                   step-keyed dropout); the fine-tuned model directory goes to MODEL_DIR/final.
   eval            the task's metrics of the newest checkpoint, to
-                  MODEL_DIR/eval_results_<split>.json and TensorBoard (MODEL_DIR/validation).
+                  MODEL_DIR/eval_results_<split>.json and TensorBoard (MODEL_DIR/validation);
+                  a model other than the one the directory's run settings record (another
+                  n_layer, other labels) is refused first, naming what differs.
   train_and_eval  train, evaluating every trainer.validation_interval steps and at the end
                   (orbit's train_and_evaluate; TensorBoard MODEL_DIR/validation); the model
                   with the best task.METRIC so far is kept as a model directory in
@@ -47,16 +49,21 @@ from absl import logging
 from official.common import distribute_utils
 from official.core import task_factory
 from official.core import train_utils
+from official.modeling.hyperparams import params_dict
 import orbit
 import tensorflow as tf
+import yaml
 
 from xlnet_tf import model_directory
 from xlnet_tf import paths
+from xlnet_tf.configs import RELEASED_KEYS
+from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.serving import export_card
 from xlnet_tf.tasks import base
 from xlnet_tf.tasks import pretraining as pretraining_task
 from xlnet_tf.training import finetuning
 from xlnet_tf.training import pretraining
+from xlnet_tf.training import run_directory
 
 MODES = ("train", "eval", "train_and_eval", "export")
 BEST_DIR = "best"
@@ -80,9 +87,63 @@ class _Flags:
     return hasattr(self, name)
 
 
+def check_yaml_file(path: str, flag: str) -> None:
+  """ConfigError naming `flag` and `path` unless the file holds a YAML mapping (a syntax
+  error is named by its line)."""
+  if not tf.io.gfile.exists(path):
+    raise ConfigError(f"{flag} {path}: no such file")
+  if tf.io.gfile.isdir(path):
+    raise ConfigError(f"{flag} {path} is a directory; expected a YAML file")
+  with tf.io.gfile.GFile(path) as f:
+    text = f.read()
+  try:
+    values = yaml.safe_load(text)
+  except yaml.YAMLError as e:
+    mark = getattr(e, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    raise ConfigError(f"{flag} {path}: not valid YAML{where}: "
+                      f"{getattr(e, 'problem', None) or e}") from None
+  if not isinstance(values, dict):
+    held = "is empty" if values is None else f"holds a {type(values).__name__}"
+    raise ConfigError(f"{flag} {path} {held}; expected a YAML mapping of the experiment's "
+                      f"sections (task:, trainer:, runtime:)")
+
+
+def check_params_override(override) -> None:
+  """ConfigError for a --params_override string that is neither key=value pairs, a
+  YAML/JSON mapping, nor an existing file (Model Garden takes any other string as a file
+  name); a file is checked as --config_file is."""
+  if not override or not isinstance(override, str):
+    return
+  try:
+    params_dict.nested_csv_str_to_json_str(override)
+    return
+  except ValueError:
+    pass
+  try:
+    if isinstance(yaml.safe_load(override), dict):
+      return
+  except yaml.YAMLError:
+    pass
+  if tf.io.gfile.exists(override):
+    check_yaml_file(override, "--params_override")
+    return
+  raise ConfigError(f"--params_override {override!r} is neither key=value pairs (e.g. "
+                    f"task.model.n_layer=2,trainer.train_steps=100), a YAML/JSON mapping, "
+                    f"nor an existing file")
+
+
+def check_experiment_files(config_files, params_override) -> None:
+  """Before parsing: every --config_file a YAML mapping, --params_override readable."""
+  for path in config_files or ():
+    check_yaml_file(path, "--config_file")
+  check_params_override(params_override)
+
+
 def parse_params(experiment, config_file=None, params_override=None, tpu=None):
   """The locked `ExperimentConfig` of the flags (Model Garden's parser; unknown keys are
-  a KeyError naming the key)."""
+  a KeyError naming the key; an unreadable file or override a ConfigError naming it)."""
+  check_experiment_files(config_file, params_override)
   return train_utils.parse_configuration(
       _Flags(experiment, config_file, params_override, tpu), print_return=False)
 
@@ -101,10 +162,62 @@ def _with_default_cache(params, model_dir):
 
 
 def strategy_of(params) -> tf.distribute.Strategy:
+  """The strategy of params.runtime, for every entry point. ConfigError, before anything
+  is built, for more GPUs than TensorFlow sees (MirroredStrategy would wait for them
+  forever) or a TPU that cannot be found."""
   runtime = params.runtime
-  return distribute_utils.get_distribution_strategy(
-      distribution_strategy="tpu" if runtime.tpu else runtime.distribution_strategy,
-      num_gpus=runtime.num_gpus, tpu_address=runtime.tpu)
+  name = "tpu" if runtime.tpu else runtime.distribution_strategy
+  if str(name).lower() in ("mirrored", "one_device"):
+    gpus = tf.config.list_physical_devices("GPU")
+    if runtime.num_gpus > len(gpus):
+      raise ConfigError(
+          f"runtime.num_gpus={runtime.num_gpus} (--num_gpus) with "
+          f"runtime.distribution_strategy={name} asks for {runtime.num_gpus} GPU(s), but "
+          f"TensorFlow sees {len(gpus)} on this machine"
+          + (f" ({', '.join(gpu.name for gpu in gpus)})" if gpus else "")
+          + f"; give --num_gpus={len(gpus)} or less")
+  try:
+    return distribute_utils.get_distribution_strategy(
+        distribution_strategy=name, num_gpus=runtime.num_gpus, tpu_address=runtime.tpu)
+  except (ValueError, OSError, tf.errors.OpError) as e:
+    if name != "tpu":
+      raise
+    why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    raise ConfigError(f"runtime.tpu={runtime.tpu!r} (--tpu, --use_tpu): no TPU found "
+                      f"({why}); give --tpu=NAME of a Cloud TPU, or leave out --use_tpu / "
+                      f"--strategy=tpu") from None
+
+
+def check_model_fits(config: XLNetConfig, training: bool) -> None:
+  """ConfigError when the model's float32 weights (for training with their gradients and
+  Adam's two moments) need more than this machine's memory: sizes no run can allocate."""
+  copies = 4 if training else 1
+  needed = config.min_weight_count() * 4 * copies
+  memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+  if needed > memory:
+    sizes = ", ".join(f"{key}={getattr(config, key)}" for key in RELEASED_KEYS
+                      if key not in ("ff_activation", "untie_r"))
+    raise ConfigError(
+        f"task.model: {sizes} make at least {config.min_weight_count():.3g} weights: "
+        f"{needed / 2**30:.1f} GiB in float32"
+        + (" with their gradients and Adam's moments" if training else "")
+        + f", more than this machine's memory ({memory / 2**30:.1f} GiB); check the sizes")
+
+
+def check_init_checkpoint(params) -> None:
+  """task.init_checkpoint (--init_checkpoint), if given, is a model directory or model.ckpt
+  prefix whose weights are all finite (`model_directory.check_checkpoint`)."""
+  if params.task.init_checkpoint:
+    model_directory.check_checkpoint(base.init_dir(params.task.init_checkpoint),
+                                     "task.init_checkpoint (--init_checkpoint)")
+
+
+def check_validation_steps(params) -> None:
+  """ConfigError, before training, for a trainer.validation_steps orbit refuses."""
+  steps = params.trainer.validation_steps
+  if steps != -1 and steps < 1:
+    raise ConfigError(f"trainer.validation_steps must be -1 (the whole split) or >= 1, "
+                      f"got {steps}")
 
 
 def _run_options(params, model_dir, stop_at_step) -> Dict[str, Any]:
@@ -261,6 +374,11 @@ def evaluate(task: base.XLNetTask, params, model_dir: str) -> Dict[str, Any]:
   latest = tf.train.latest_checkpoint(model_dir)
   if latest is None:
     raise FileNotFoundError(f"{model_dir}: no checkpoint to evaluate (train first)")
+  config = task.xlnet_config()
+  model_settings = {"config": {key: getattr(config, key) for key in RELEASED_KEYS}}
+  if not isinstance(task, pretraining_task.PretrainingTask):
+    model_settings["task"] = task.run_settings()           # as `train` records them
+  run_directory.check_model_settings(model_dir, model_settings, "evaluating")
   step = int(latest.rsplit("-", 1)[1])
   model = task.build_model()
   tf.train.Checkpoint(model=model).read(latest).expect_partial().assert_existing_objects_matched()
@@ -314,11 +432,15 @@ def run(params, mode: str, model_dir: str, stop_at_step=None,
   params = _with_default_cache(params, model_dir)
   try:                        # what the configuration lacks, before anything is built
     task = task_factory.get_task(params.task, logging_dir=model_dir)
+    training = mode in ("train", "train_and_eval")
     if mode != "export":            # an export reads only the model directory
-      task.check(training=mode in ("train", "train_and_eval"),
-                 evaluating=mode in ("eval", "train_and_eval"))
-    if mode in ("train", "train_and_eval"):
+      task.check(training=training, evaluating=mode in ("eval", "train_and_eval"))
+      check_model_fits(task.xlnet_config(), training)
+    if mode in ("eval", "train_and_eval"):
+      check_validation_steps(params)
+    if training:
       paths.check_output_dir(model_dir, "--model_dir")
+      check_init_checkpoint(params)
       if isinstance(task, pretraining_task.PretrainingTask):
         _pretrain_options(params, model_dir, stop_at_step)      # impossible values named
       else:

@@ -11,7 +11,7 @@
 `loop_steps(steps_per_loop, save_steps)` is the `steps_per_loop` to give orbit's
 Controller so that a loop ends at every multiple of `save_steps`.
 
-  >>> manager = GuardedCheckpointManager(checkpoint, model_dir, max_to_keep=5,
+  >>> manager = GuardedCheckpointManager(checkpoint, model_dir, max_to_keep=5,  # 0: all
   ...     step_counter=optimizer.iterations, save_steps=1000,
   ...     variables=lambda: model.variables + optimizer.variables())
 """
@@ -23,6 +23,8 @@ import tensorflow as tf
 
 from xlnet_tf.model_directory import NonFiniteError
 from xlnet_tf.model_directory import non_finite_variables
+
+KEEP_ALL_CHECKPOINTS = 0               # max_to_keep / --max_checkpoints: keep every one
 
 
 def check_loop_values(loss: float, grad_norm: float, step: int,
@@ -53,7 +55,8 @@ class GuardedCheckpointManager(tf.train.CheckpointManager):
   """A CheckpointManager that saves at multiples of `save_steps` and only finite values.
 
   Args:
-    checkpoint, directory, max_to_keep, step_counter: as for `tf.train.CheckpointManager`.
+    checkpoint, directory, max_to_keep, step_counter: as for `tf.train.CheckpointManager`
+      (max_to_keep KEEP_ALL_CHECKPOINTS, 0: every checkpoint is kept).
     save_steps: the interval; `save(check_interval=True)` writes only when the step is a
       multiple of it, `save(check_interval=False)` (end of a run) always.
     variables: returns the variables to check before a save (default: the checkpoint's
@@ -65,7 +68,8 @@ class GuardedCheckpointManager(tf.train.CheckpointManager):
                variables: Optional[Callable[[], Sequence[tf.Variable]]] = None):
     if save_steps < 1:
       raise ValueError(f"save_steps must be >= 1, got {save_steps}")
-    super().__init__(checkpoint, directory, max_to_keep=max_to_keep,
+    super().__init__(checkpoint, directory,
+                     max_to_keep=None if max_to_keep == KEEP_ALL_CHECKPOINTS else max_to_keep,
                      step_counter=step_counter, checkpoint_interval=save_steps)
     self.save_steps = save_steps
     self._variables = variables

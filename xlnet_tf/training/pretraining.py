@@ -101,11 +101,14 @@ class CorruptRecordsError(ValueError):
 
 def check_loop_settings(steps_per_loop: int, save_steps: int, max_checkpoints: int,
                         stop_at_step: Optional[int] = None) -> None:
-  """Raises ValueError (naming the flag) for loop settings below 1."""
-  for flag, value in (("steps_per_loop", steps_per_loop), ("save_steps", save_steps),
-                      ("max_checkpoints", max_checkpoints)):
+  """Raises ValueError (naming the flag) for loop settings below 1 (--max_checkpoints:
+  below 0; 0 keeps every checkpoint)."""
+  for flag, value in (("steps_per_loop", steps_per_loop), ("save_steps", save_steps)):
     if value < 1:
       raise ValueError(f"--{flag} must be >= 1, got {value}")
+  if max_checkpoints < 0:
+    raise ValueError(f"--max_checkpoints must be >= 1, or 0 to keep every checkpoint, got "
+                     f"{max_checkpoints}")
   if stop_at_step is not None and stop_at_step < 1:
     raise ValueError(f"--stop_at_step must be >= 1, got {stop_at_step}")
 

@@ -102,6 +102,26 @@ def temporaries(model_dir: str) -> List[str]:
           for below in ((), ("*",)) for name in ("*.partial*", "*_temp")]
 
 
+def check_model_settings(model_dir: str, settings: Dict[str, Any], purpose: str) -> None:
+  """Before `purpose` (e.g. "evaluating") reads a run's checkpoint: raises
+  `RunSettingsError` listing how `settings` (those that shape the model) differ from the
+  ones `model_dir` records; settings only one side has are not compared."""
+  path = os.path.join(model_dir, SETTINGS_FILE)
+  if not tf.io.gfile.exists(path):
+    return
+  with tf.io.gfile.GFile(path) as f:
+    recorded = _flatten(_normalised(json.loads(f.read())))
+  current = _flatten(_normalised(settings))
+  differences = settings_differences({k: v for k, v in recorded.items() if k in current},
+                                     {k: v for k, v in current.items() if k in recorded})
+  if differences:
+    raise RunSettingsError(
+        f"{model_dir} holds a run with other settings ({path}); {purpose} reads its "
+        f"checkpoint, which needs the model that run built. What differs:\n  " +
+        "\n  ".join(differences) +
+        "\nGive the recorded settings (MODEL_DIR/params.yaml) or another --model_dir.")
+
+
 def open_run(model_dir: str, purpose: str, settings: Dict[str, Any],
              has_results: Callable[[], Any], flag: str = "--model_dir") -> paths.DirectoryLock:
   """Checks, locks and claims `model_dir` for a run (see the module docstring); returns
