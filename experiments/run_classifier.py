@@ -196,6 +196,7 @@ def _predict(params):
   print(f"wrote {count} predictions to {path}")
 
 
+@task_flags.reporting_disk_full("run_classifier")
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")

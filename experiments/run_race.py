@@ -132,6 +132,7 @@ def experiment_params():
   return params
 
 
+@task_flags.reporting_disk_full("run_race")
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")

@@ -187,6 +187,7 @@ _STOPPED = (train_lib.ConfigError, FileNotFoundError, FileExistsError,
             NotADirectoryError) + run_directory.RUN_STOPPED
 
 
+@task_flags.reporting_disk_full("run_squad")
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")

@@ -1,17 +1,20 @@
 """Flags shared by the span and multiple-choice fine-tuning entry points (run_squad.py,
 run_race.py), with the released scripts' defaults; the experiment overrides they make of
-them (`optimization_override`, `trainer_override`); the check of their paths.
+them (`optimization_override`, `trainer_override`); the check of their paths; the full-disk
+report around their `main` (`reporting_disk_full`, also used by run_classifier.py).
 
   define_task_flags(learning_rate=3e-5, lr_layer_decay_rate=0.75, train_steps=8000,
                     train_batch_size=48)
 """
 
-from typing import Dict, Sequence
+import functools
+from typing import Callable, Dict, Sequence
 
 from absl import flags
 
 from xlnet_tf import paths
 from xlnet_tf.training import optimization
+from xlnet_tf.training import run_directory
 
 FLAGS = flags.FLAGS
 
@@ -80,3 +83,21 @@ def check_paths(tool: str, inputs: Dict[str, str], outputs: Sequence[str]) -> No
       paths.check_output_dir(FLAGS[name].value, f"--{name}")
   except OSError as e:
     raise SystemExit(f"{tool}: {e}") from None
+
+
+def reporting_disk_full(tool: str) -> Callable[[Callable], Callable]:
+  """Decorates a wrapper's `main(argv)`: a full disk ends the run with one line, "TOOL: no
+  space left on MOUNT while writing FILE" (`paths.reporting_disk_full`), after removing
+  the temporaries of --model_dir (the run holds its lock)."""
+  def decorate(main: Callable) -> Callable:
+    @functools.wraps(main)
+    def main_reporting_disk_full(argv):
+      model_dir = FLAGS.model_dir
+      temporaries = run_directory.temporaries(model_dir) if model_dir else ()
+      try:
+        with paths.reporting_disk_full(model_dir or FLAGS.output_dir or ".", temporaries):
+          main(argv)
+      except paths.DiskFullError as e:
+        raise SystemExit(f"{tool}: {e}") from None
+    return main_reporting_disk_full
+  return decorate

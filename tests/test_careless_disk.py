@@ -3,7 +3,8 @@
 Every tool that writes (train_sentencepiece, create_pretraining_data, training, the
 SavedModel export, convert) ends with one line, "TOOL: no space left on DEVICE while
 writing FILE", exits non-zero and leaves none of its temporaries behind
-(`paths.reporting_disk_full`, around each entry point's work).
+(`paths.reporting_disk_full`, around each entry point's work; the released-flag wrappers
+through `task_flags.reporting_disk_full`).
 
 The end-to-end cases run each tool against a small tmpfs (1 MiB) mounted for the test;
 they are skipped, saying why, where mounting is not permitted (this needs root). The
@@ -24,6 +25,8 @@ from helpers import small_config
 from xlnet_tf import model_directory
 from xlnet_tf import paths
 from xlnet_tf.models.xlnet_classifier import build_classifier
+from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
+from xlnet_tf.pretrained import save_pretrained
 from xlnet_tf.training import run_directory
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -210,3 +213,19 @@ def test_convert_on_a_full_disk(disk, classifier_dir):
   assert line.startswith(f"xlnet_tf.convert: no space left on {disk} while writing "
                          f"{output}.partial-")
   assert os.listdir(disk) == ["filler"]
+
+
+@pytest.mark.slow
+def test_a_released_flag_wrapper_on_a_full_disk(disk, spiece_model, tmp_path):
+  """run_classifier (and run_squad, run_race: the same decorator, task_flags) writing its
+  first checkpoint into a 1 MiB --model_dir."""
+  pretrained = tmp_path / "pretrained"
+  save_pretrained(build_pretrainer(small_config(n_token=4000)), str(pretrained), spiece_model)
+  run = os.path.join(disk, "run")
+  line = _run("experiments.run_classifier", "--do_train=True", "--task_name=movie_reviews",
+              f"--output_dir={tmp_path / 'out'}", f"--model_dir={run}",
+              f"--init_checkpoint={pretrained}", "--max_seq_length=32",
+              "--train_batch_size=8", "--train_steps=2", "--warmup_steps=1",
+              "--iterations=1", "--save_steps=1")
+  assert line.startswith(f"run_classifier: no space left on {disk} while writing {run}/")
+  assert not [name for name in os.listdir(run) if "_temp" in name or ".partial" in name]
