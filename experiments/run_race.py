@@ -151,6 +151,8 @@ def main(argv):
                if FLAGS[name].value])
   params = experiment_params()
   try:
+    if FLAGS.do_export:               # before any work: a finished rerun stops here
+      train_lib.check_export_dir(FLAGS.model_dir, FLAGS.export_dir)
     if FLAGS.do_train:
       summary = train_lib.run(params, "train", FLAGS.model_dir, FLAGS.stop_at_step)["train"]
       losses = summary["losses"]

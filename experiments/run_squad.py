@@ -169,20 +169,6 @@ def _predict_dir():
   return FLAGS.predict_dir or FLAGS.output_dir
 
 
-def _check_export_dir():
-  """Before any work: where --do_export writes (--export_dir, default MODEL_DIR/export) is
-  new or empty; a rerun of a finished run that exported is refused, naming the path and
-  the flag that chose it (an export is never overwritten)."""
-  export_dir = FLAGS.export_dir or os.path.join(FLAGS.model_dir, train_lib.EXPORT_DIR)
-  if tf.io.gfile.exists(export_dir) and tf.io.gfile.listdir(export_dir):
-    chosen = ("--export_dir" if FLAGS.export_dir else
-              f"the default of --export_dir, MODEL_DIR/{train_lib.EXPORT_DIR}")
-    raise SystemExit(f"run_squad: --do_export: {export_dir} ({chosen}) is not empty: the "
-                     f"model was exported there already, and an export is never "
-                     f"overwritten; give --export_dir a new directory, or leave out "
-                     f"--do_export. Nothing was done")
-
-
 _STOPPED = (train_lib.ConfigError, FileNotFoundError, FileExistsError,
             NotADirectoryError) + run_directory.RUN_STOPPED
 
@@ -215,7 +201,10 @@ def main(argv):
               "train_file": "SQuAD JSON file", "predict_file": "SQuAD JSON file"},
       outputs=("model_dir", "output_dir", "predict_dir", "export_dir"))
   if FLAGS.do_export:
-    _check_export_dir()
+    try:
+      train_lib.check_export_dir(FLAGS.model_dir, FLAGS.export_dir)
+    except (FileExistsError, NotADirectoryError, PermissionError) as e:
+      raise SystemExit(f"run_squad: {e}") from None
 
   if FLAGS.do_train:
     params = _params()

@@ -296,3 +296,22 @@ def test_max_checkpoints_zero_keeps_every_checkpoint(tmp_path):
     assert "`--max_checkpoints` (0 keeps every checkpoint)" in f.read()
   params = driver.parse_params(experiments.CLASSIFICATION, [DEMO], "trainer.max_to_keep=0")
   assert driver.finetune_options(params, str(tmp_path)).max_checkpoints == 0
+
+
+def test_an_export_into_a_used_default_location_names_the_default_not_the_flag(tmp_path):
+  """`xlnet-train --mode=export` and `run_race --do_export` without --export_dir used to
+  say "--export_dir MODEL_DIR/export is not empty", a flag the user never gave."""
+  model_dir = tmp_path / "run"
+  (model_dir / "export").mkdir(parents=True)
+  (model_dir / "export" / "saved_model.pb").write_bytes(b"the first export")
+  with pytest.raises(FileExistsError) as caught:
+    driver.check_export_dir(str(model_dir))
+  assert str(caught.value) == (
+      f"--do_export: {model_dir / 'export'} (the default of --export_dir, MODEL_DIR/export) "
+      f"is not empty: the model was exported there already, and an export is never "
+      f"overwritten; give --export_dir a new directory, or leave out --do_export. Nothing "
+      f"was done")
+  with pytest.raises(FileExistsError, match=r"\(--export_dir\) is not empty"):
+    driver.check_export_dir(str(tmp_path / "other"), str(model_dir / "export"))
+  assert driver.check_export_dir(str(model_dir), str(tmp_path / "new")) == str(tmp_path / "new")
+  assert driver.check_export_dir(str(tmp_path / "fresh")) == str(tmp_path / "fresh" / "export")

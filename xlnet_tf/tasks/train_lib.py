@@ -395,14 +395,26 @@ def evaluate(task: base.XLNetTask, params, model_dir: str) -> Dict[str, Any]:
   return results
 
 
+def check_export_dir(model_dir: str, export_dir: Optional[str] = None) -> str:
+  """Where an export of `model_dir` goes (`export_dir`, default MODEL_DIR/export), after
+  checking it is new or empty; FileExistsError otherwise, naming the path and the flag that
+  chose it (an export is never overwritten). The wrappers call it before any work, so
+  that a rerun of a finished run that exported stops before it predicts again."""
+  chosen = export_dir or os.path.join(model_dir, EXPORT_DIR)
+  flag = "--export_dir" if export_dir else f"the default of --export_dir, MODEL_DIR/{EXPORT_DIR}"
+  paths.check_output_dir(chosen, "--export_dir")
+  if tf.io.gfile.exists(chosen) and tf.io.gfile.listdir(chosen):
+    raise FileExistsError(f"--do_export: {chosen} ({flag}) is not empty: the model was "
+                          f"exported there already, and an export is never overwritten; "
+                          f"give --export_dir a new directory, or leave out --do_export. "
+                          f"Nothing was done")
+  return chosen
+
+
 def export(task: base.XLNetTask, model_dir: str, export_dir: Optional[str] = None) -> str:
   """The SavedModel of MODEL_DIR/best (else MODEL_DIR/final) to `export_dir` (default
   MODEL_DIR/export); returns export_dir."""
-  export_dir = export_dir or os.path.join(model_dir, EXPORT_DIR)
-  paths.check_output_dir(export_dir, "--export_dir")
-  if tf.io.gfile.exists(export_dir) and tf.io.gfile.listdir(export_dir):
-    raise FileExistsError(f"--export_dir {export_dir} is not empty; give a new directory "
-                          f"(an export is never overwritten)")
+  export_dir = check_export_dir(model_dir, export_dir)
   for name in (BEST_DIR, FINAL_DIR):
     source = os.path.join(model_dir, name)
     if tf.io.gfile.exists(source):
