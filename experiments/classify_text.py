@@ -77,7 +77,8 @@ def check_utf8(texts, what):
 
 def classify(saved_model_dir, texts_a, texts_b=None):
   """[{text, label, probabilities}] for each sentence (of each pair `texts_a[i]`,
-  `texts_b[i]` for a pair classifier); ValueError for texts that do not fit the export."""
+  `texts_b[i]` for a pair classifier), [{text, score}] for a regression export;
+  ValueError for texts that do not fit the export."""
   if texts_b is not None and len(texts_b) != len(texts_a):
     raise ValueError(f"--text_b: {len(texts_b)} given for {len(texts_a)} sentence(s); give "
                      f"one per sentence, in order")
@@ -90,6 +91,9 @@ def classify(saved_model_dir, texts_a, texts_b=None):
   if texts_b is not None:
     inputs["text_b"] = tf.constant(texts_b, tf.string)
   outputs = serve(**inputs)
+  if "score" in outputs:                                   # a regression export
+    return [{"text": text, "score": round(float(score), 4)}
+            for text, score in zip(texts_a, outputs["score"].numpy())]
   labels = [label.decode() for label in outputs["label"].numpy()]
   probabilities = outputs["probabilities"].numpy().tolist()
   return [{"text": text, "label": label, "probabilities": [round(p, 4) for p in probs]}
@@ -117,6 +121,8 @@ def main(argv=None):
   for result in results:
     if args.json:
       print(json.dumps(result, ensure_ascii=False))
+    elif "score" in result:
+      print(f"{result['score']:>10.4f}  {result['text']}")
     else:
       print(f"{result['label']:>10}  {max(result['probabilities']):.3f}  {result['text']}")
   return 0

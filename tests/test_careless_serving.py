@@ -171,10 +171,15 @@ def _squad_model_dir(directory, spiece_model):
 
 @pytest.fixture(scope="module", name="exports")
 def _exports(spiece_model, tmp_path_factory):
-  """{kind: export directory} of a sentence-pair classifier, a tagger and a SQuAD model
+  """{kind: export directory} of a sentence-pair classifier, a pair regression model
+  (STS-B-like), a tagger and a SQuAD model
   (about a minute and a half on two busy cores: the tests using it are marked slow)."""
   root = tmp_path_factory.mktemp("exports")
   pair_dir, tagger_dir, squad_dir = root / "pair_model", root / "tagger_model", root / "squad"
+  regression_dir = root / "regression_model"
+  model_directory.save(build_classifier(_tiny(), 1), os.fspath(regression_dir),
+                       model_directory.ClassifierSpec("sts-b", None, max_seq_length=16,
+                                                      is_regression=True), spiece_model)
   model_directory.save(build_classifier(_tiny(), 2), os.fspath(pair_dir),
                        model_directory.ClassifierSpec("rte", ("entailment", "not"),
                                                       max_seq_length=16), spiece_model)
@@ -188,6 +193,8 @@ def _exports(spiece_model, tmp_path_factory):
                                                  bucketed=False),
       "tagger": tagger_export.export_tagger(os.fspath(tagger_dir), os.fspath(root / "tagger"),
                                             bucketed=False),
+      "regression": classifier_export.export_classifier(
+          os.fspath(regression_dir), os.fspath(root / "regression"), pair=True, bucketed=False),
       "squad": squad_export.export_squad(squad_model, os.fspath(squad_dir),
                                          os.fspath(root / "squad_export"), bucketed=False)}
 
@@ -233,6 +240,18 @@ def test_classify_takes_text_b_for_a_pair_classifier(exports, capsys):
                          capsys)
   assert line.endswith("error: --text_b: 1 given for 2 sentence(s); give one per sentence, "
                        "in order")
+
+
+@pytest.mark.slow
+def test_classify_prints_the_score_of_a_regression_export(exports, capsys):
+  # Before: KeyError: 'label' (a regression export returns "score").
+  classify_text.main(["--saved_model", exports["regression"], "--json", "A man eats.",
+                      "--text_b", "Someone eats."])
+  rows = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+  serve = tf.saved_model.load(exports["regression"]).signatures["serving_default"]
+  score = serve(text_a=tf.constant(["A man eats."]),
+                text_b=tf.constant(["Someone eats."]))["score"].numpy()[0]
+  assert rows == [{"text": "A man eats.", "score": round(float(score), 4)}]
 
 
 @pytest.mark.slow
