@@ -120,7 +120,10 @@ def test_finetuning_validation_data_of_another_tokenizer_is_refused(
 
 @pytest.mark.parametrize("experiment, override, message", [
     (experiments.CLASSIFICATION, "task.max_seq_length=2",
-     "task.max_seq_length must be >= 3 (a piece of each text in text <sep> <cls>), got 2"),
+     "task.max_seq_length must be >= 3 (a piece of text in text <sep> <cls>), got 2"),
+    (experiments.CLASSIFICATION, "task.task_name=mrpc,task.max_seq_length=4",
+     "task.max_seq_length must be >= 5 (a piece of each text in a <sep> b <sep> <cls>), "
+     "got 4"),
     (experiments.TAGGING, "task.max_seq_length=2",
      "task.max_seq_length must be >= 3 (a piece of text in text <sep> <cls>), got 2"),
     (experiments.RACE, "task.max_seq_length=16",
