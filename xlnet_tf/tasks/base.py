@@ -31,6 +31,7 @@ from xlnet_tf import presets
 from xlnet_tf import pretrained
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.data import tokenization
 from xlnet_tf.training import finetuning
 from xlnet_tf.training import optimization
 
@@ -184,11 +185,18 @@ class XLNetTask(base_task.Task):
     raise ValueError(f"task.{data_name(data)}.spiece_model must be set when "
                      f"task.init_checkpoint is empty")
 
+  def n_token_source(self) -> str:
+    """Where the network's n_token comes from (for messages)."""
+    if self.task_config.init_checkpoint:
+      return os.path.join(self.init_dir(), model_directory.CONFIG_FILE)
+    return "task.model.n_token"
+
   def check(self, training: bool = True, evaluating: bool = False) -> None:
     """Raises ValueError for what the configuration lacks or cannot be (naming the key),
-    before anything is built: the network, and the SentencePiece model and batch size of
-    the splits the run reads."""
-    self.xlnet_config()
+    before anything is built: the network, and the SentencePiece model (its vocabulary
+    within the network's n_token) and batch size of the splits the run reads; when
+    evaluating, the validation data's SentencePiece model must be the training data's."""
+    n_token = self.xlnet_config().n_token
     self.check_text_settings()
     splits = (([self.task_config.train_data] if training else []) +
               ([self.task_config.validation_data] if evaluating else []))
@@ -197,9 +205,32 @@ class XLNetTask(base_task.Task):
       if not tf.io.gfile.exists(spiece):
         raise ValueError(f"task.{data_name(data)}.spiece_model: {spiece} does not exist (a "
                          f"SentencePiece model; default: init_checkpoint's spiece.model)")
+      try:
+        pieces = tokenization.load_spiece(spiece).get_piece_size()
+      except ValueError as e:
+        raise ValueError(f"task.{data_name(data)}.spiece_model: {e}") from None
+      if pieces > n_token:
+        raise ValueError(f"task.{data_name(data)}.spiece_model: {spiece} has {pieces} "
+                         f"pieces, more than the model's vocabulary (n_token={n_token}, "
+                         f"{self.n_token_source()}); ids >= {n_token} have no embedding")
       if data.global_batch_size < 1:
         raise ValueError(f"task.{data_name(data)}.global_batch_size must be >= 1, got "
                          f"{data.global_batch_size}")
+    if evaluating:
+      self.check_validation_spiece()
+
+  def check_validation_spiece(self) -> None:
+    """Raises ValueError when the validation data's SentencePiece model is another file
+    than the training data's (by content): its ids mean other pieces to the model, so the
+    held-out metrics, and the best/ model chosen by them, would mean nothing. Not checked
+    when the training data's model is not there (an eval-only run may lack it)."""
+    train = self.spiece_model(self.task_config.train_data)
+    validation = self.spiece_model(self.task_config.validation_data)
+    if (train != validation and tf.io.gfile.exists(train) and
+        tokenization.spiece_sha256(train) != tokenization.spiece_sha256(validation)):
+      raise ValueError(f"task.validation_data.spiece_model: {validation} differs from the "
+                       f"training data's SentencePiece model {train}; held-out metrics need "
+                       f"the tokenizer the model is trained with: give the same file")
 
   # ---- inputs ----------------------------------------------------------------------------
 

@@ -92,6 +92,11 @@ class ClassificationTask(base.XLNetTask):
                name: Optional[str] = None):
     super().__init__(params, logging_dir=logging_dir, name=name)
     self.task_spec = self._task_spec()
+    room, minimum = (("a piece of each text in a <sep> b <sep> <cls>", 5)
+                     if self.task_spec.is_pair else ("a piece of text in text <sep> <cls>", 3))
+    if params.max_seq_length < minimum:
+      raise ValueError(f"task.max_seq_length must be >= {minimum} ({room}), got "
+                       f"{params.max_seq_length}")
     is_regression = (self.task_spec.is_regression if params.is_regression is None
                      else bool(params.is_regression))
     self.spec = model_directory.ClassifierSpec(

@@ -37,6 +37,11 @@ from xlnet_tf.training.pretrain_trainer import MODEL_INPUTS
 from xlnet_tf.training.pretrain_trainer import pretraining_loss
 
 
+# The record settings the held-out loss shares with training: the model's memory and
+# bidirectional halves (reuse_len, bi_data), the row length and the text normalisation.
+VALIDATION_LAYOUT = ("seq_len", "reuse_len", "bi_data", "uncased", "keep_accents")
+
+
 @dataclasses.dataclass
 class PretrainModelConfig(base_config.Config):
   """The network: a released-format xlnet_config.json (`model_config`) or the sizes; and
@@ -126,10 +131,24 @@ class PretrainingTask(base.XLNetTask):
     path = self.manifest(data)["spiece"]["path"]
     return path if tf.io.gfile.exists(path) else None
 
+  def n_token_source(self) -> str:
+    model = self.task_config.model
+    if model.model_config:
+      return model.model_config
+    return "task.model.n_token" if model.n_token else "the training records' vocabulary"
+
   def check(self, training: bool = True, evaluating: bool = False) -> None:
-    self.xlnet_config()                       # reads (and checks) the training records
+    """The training records (every shard there with its size; the model is built from
+    them, also to evaluate) and their vocabulary within the model's n_token; when
+    evaluating, validation records of their layout (VALIDATION_LAYOUT) and SentencePiece
+    model."""
+    params = self.task_config
+    n_token = self.xlnet_config().n_token       # reads (and checks) the training records
+    train = self.manifest()
+    pretraining.check_vocabulary(n_token, self.n_token_source(), train,
+                                 f"task.train_data.input_path {params.train_data.input_path}")
     if evaluating:
-      self.manifest(self.task_config.validation_data)
+      _check_same_layout(train, self.manifest(params.validation_data))
 
   def build_model(self) -> tf_keras.Model:
     return build_pretrainer(self.xlnet_config(), self.task_config.optimization.objective)
@@ -200,6 +219,26 @@ class PretrainingTask(base.XLNetTask):
     settings = self.manifest()["settings"]
     return encoder_export.export_encoder(model_dir, export_dir, settings["seq_len"],
                                          lower=bool(settings.get("uncased", False)))
+
+
+def _check_same_layout(train: Dict[str, Any], validation: Dict[str, Any]) -> None:
+  """Raises ValueError naming both record directories and what differs when the
+  validation records (manifest) were made with another layout or SentencePiece model
+  than the training records (the held-out loss would be of other inputs than the model
+  learns)."""
+  where = (f"task.validation_data.input_path {validation['directory']}",
+           f"the training records (task.train_data.input_path {train['directory']})")
+  settings = (validation["settings"], train["settings"])
+  differing = [k for k in VALIDATION_LAYOUT if settings[0].get(k) != settings[1].get(k)]
+  if differing:
+    made = [", ".join(f"{k}={s.get(k)}" for k in differing) for s in settings]
+    raise ValueError(f"{where[0]}: made with {made[0]}, {where[1]} with {made[1]}; the "
+                     f"held-out loss needs records of the training layout")
+  if validation["spiece"]["sha256"] != train["spiece"]["sha256"]:
+    raise ValueError(f"{where[0]}: made with the SentencePiece model "
+                     f"{validation['spiece']['path']}, {where[1]} with "
+                     f"{train['spiece']['path']} (another vocabulary); the held-out loss "
+                     f"needs records of the training tokenizer")
 
 
 def _eval_step(model, batch, mems):

@@ -106,9 +106,12 @@ class RaceTask(base.XLNetTask):
                        f"{list(levels)}")
     if params.max_qa_length < 1:
       raise ValueError(f"task.max_qa_length must be >= 1, got {params.max_qa_length}")
-    if params.max_seq_length < 4:
-      raise ValueError(f"task.max_seq_length must be >= 4 (article <sep> qa <sep> <cls>), "
-                       f"got {params.max_seq_length}")
+    if params.max_seq_length < params.max_qa_length + 4:
+      raise ValueError(f"task.max_seq_length ({params.max_seq_length}) leaves no room for "
+                       f"the article after max_qa_length ({params.max_qa_length}) and 3 "
+                       f"special tokens (article <sep> qa <sep> <cls>); give "
+                       f"max_seq_length >= {params.max_qa_length + 4} or a smaller "
+                       f"max_qa_length")
     self.spec = model_directory.RaceSpec(max_seq_length=params.max_seq_length,
                          max_qa_length=params.max_qa_length, uncased=params.uncased,
                          levels=tuple(level for level in race.LEVELS if level in levels),

@@ -100,6 +100,9 @@ class TaggingTask(base.XLNetTask):
     if params.scheme not in tagging_metrics.SCHEMES:
       raise ValueError(f"task.scheme must be one of {list(tagging_metrics.SCHEMES)}, got "
                        f"{params.scheme!r}")
+    if params.max_seq_length < 3:
+      raise ValueError(f"task.max_seq_length must be >= 3 (a piece of text in "
+                       f"text <sep> <cls>), got {params.max_seq_length}")
     self._splits = None
     labels = (list(params.labels) if params.labels
               else brown.tag_list(self.sentences("train")))

@@ -135,6 +135,17 @@ def check_data(data_path: str) -> Dict[str, Any]:
   return manifest
 
 
+def check_vocabulary(n_token: int, n_token_source: str, manifest: Dict[str, Any],
+                     source: str) -> None:
+  """Raises ValueError (naming both numbers and where they come from) when the records'
+  SentencePiece vocabulary has ids the model has no embedding for (n_token smaller)."""
+  vocab = manifest["spiece"]["vocab_size"]
+  if n_token < vocab:
+    raise ValueError(f"{source}: the records' vocabulary has {vocab} pieces "
+                     f"({manifest['spiece']['path']}), more than the model's n_token="
+                     f"{n_token} ({n_token_source}); ids >= {n_token} have no embedding")
+
+
 def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_path: str,
                     options: PretrainOptions,
                     manifest: Optional[Dict[str, Any]] = None,
@@ -153,10 +164,7 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
     raise ValueError(f"the model config says bi_data={config.bi_data}, reuse_len="
                      f"{config.reuse_len}; the records were made with bi_data="
                      f"{settings['bi_data']}, reuse_len={settings['reuse_len']}")
-  vocab = manifest["spiece"]["vocab_size"]
-  if config.n_token < vocab:
-    raise ValueError(f"n_token ({config.n_token}) is smaller than the records' vocabulary "
-                     f"({vocab}, {manifest['spiece']['path']})")
+  check_vocabulary(config.n_token, "the model config", manifest, f"--train_data {data_path}")
   tf_keras.mixed_precision.set_global_policy(PRECISIONS[options.precision])
   tf_keras.utils.set_random_seed(options.seed)
 
