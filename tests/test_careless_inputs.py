@@ -98,18 +98,24 @@ def test_pretraining_validation_records_of_another_tokenizer_are_refused(
   assert not run_dir.exists()
 
 
+def _refusal(params, mode, tmp_path):
+  """The ConfigError message with which driver.run refuses `params`, after checking that
+  nothing was written (no run directory, no features)."""
+  run_dir = tmp_path / "run"
+  with pytest.raises(driver.ConfigError) as refused:
+    driver.run(params, mode, str(run_dir))
+  assert not run_dir.exists() and not (tmp_path / "features").exists()
+  return str(refused.value)
+
+
 @pytest.mark.parametrize("experiment", sorted(FINETUNING))
 def test_finetuning_validation_data_of_another_tokenizer_is_refused(
     experiment, spiece_model, small_spiece, tmp_path):
-  run_dir = tmp_path / "run"
   params = _finetuning(experiment, spiece_model, small_spiece, tmp_path)
-  with pytest.raises(driver.ConfigError) as refused:
-    driver.run(params, "train_and_eval", str(run_dir))
-  assert str(refused.value) == (
+  assert _refusal(params, "train_and_eval", tmp_path) == (
       f"task.validation_data.spiece_model: {small_spiece} differs from the training data's "
       f"SentencePiece model {spiece_model}; held-out metrics need the tokenizer the model "
       f"is trained with: give the same file")
-  assert not run_dir.exists() and not (tmp_path / "features").exists()
   copy = tmp_path / "copy.model"                             # the same model elsewhere
   copy.write_bytes(open(spiece_model, "rb").read())
   params = _finetuning(experiment, spiece_model, copy, tmp_path)
@@ -133,12 +139,8 @@ def test_finetuning_validation_data_of_another_tokenizer_is_refused(
 ])
 def test_a_length_that_leaves_no_room_for_text_is_refused(
     experiment, override, message, spiece_model, tmp_path):
-  run_dir = tmp_path / "run"
   params = _finetuning(experiment, spiece_model, spiece_model, tmp_path, "," + override)
-  with pytest.raises(driver.ConfigError) as refused:
-    driver.run(params, "train", str(run_dir))
-  assert str(refused.value) == message
-  assert not run_dir.exists() and not (tmp_path / "features").exists()
+  assert _refusal(params, "train", tmp_path) == message
 
 
 # ---- a vocabulary larger than the model's ---------------------------------------------------
@@ -146,16 +148,12 @@ def test_a_length_that_leaves_no_room_for_text_is_refused(
 @pytest.mark.parametrize("experiment", sorted(FINETUNING))
 def test_a_tokenizer_larger_than_the_model_vocabulary_is_refused(
     experiment, spiece_model, tmp_path):
-  run_dir = tmp_path / "run"
   params = _finetuning(experiment, spiece_model, spiece_model, tmp_path,
                        ",task.model.n_token=1000")
-  with pytest.raises(driver.ConfigError) as refused:
-    driver.run(params, "train", str(run_dir))
-  assert str(refused.value) == (
+  assert _refusal(params, "train", tmp_path) == (
       f"task.train_data.spiece_model: {spiece_model} has 4000 pieces, more than the "
       f"model's vocabulary (n_token=1000, task.model.n_token); ids >= 1000 have no "
       f"embedding")
-  assert not run_dir.exists() and not (tmp_path / "features").exists()
 
 
 def test_pretraining_records_larger_than_the_model_vocabulary_are_refused_in_one_line(
