@@ -77,6 +77,7 @@ from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.convert import huggingface
 from xlnet_tf.convert import task_heads
 from xlnet_tf.data import tokenization
+from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 
 CONFIG_FILE = huggingface.CONFIG_FILE
 WEIGHTS_FILE = "model.safetensors"
@@ -187,7 +188,12 @@ def _load(model_dir: str, kind: str):
   # pylint: disable=g-import-not-at-top
   from xlnet_tf import pretrained
   if kind == "pretrained":
-    return pretrained.load_pretrained(model_dir), {}
+    # Not load_pretrained, which refuses non-finite weights by our names: the exporter's
+    # own check names them by their HuggingFace names and --source, for every kind.
+    model = build_pretrainer(model_directory.read_config(model_dir))
+    pretrained.restore_weights(model,
+                               os.path.join(model_dir, model_directory.CHECKPOINT_PREFIX))
+    return model, {}
   if kind == "classifier":
     model, spec = model_directory.load_classifier(model_dir)
   elif kind == "race":
