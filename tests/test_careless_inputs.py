@@ -66,18 +66,24 @@ def _finetuning(experiment, spiece, validation_spiece, tmp_path, override=""):
 
 # ---- validation data of another tokenizer or layout --------------------------------------
 
+def _refusal(params, mode, tmp_path):
+  """The ConfigError message with which driver.run refuses `params`, after checking that
+  nothing was written (no run directory, no features)."""
+  run_dir = tmp_path / "run"
+  with pytest.raises(driver.ConfigError) as refused:
+    driver.run(params, mode, str(run_dir))
+  assert not run_dir.exists() and not (tmp_path / "features").exists()
+  return str(refused.value)
+
+
 def test_pretraining_validation_records_of_another_layout_are_refused(
     spiece_model, pretraining_records, tmp_path):
   records, _ = pretraining_records                          # reuse_len 32
   other = _records(tmp_path / "reuse16", spiece_model, reuse_len=16)
-  run_dir = tmp_path / "run"
-  with pytest.raises(driver.ConfigError) as refused:
-    driver.run(_pretraining(records, other), "train_and_eval", str(run_dir))
-  assert str(refused.value) == (
+  assert _refusal(_pretraining(records, other), "train_and_eval", tmp_path) == (
       f"task.validation_data.input_path {other}: made with reuse_len=16, the training "
       f"records (task.train_data.input_path {records}) with reuse_len=32; the held-out "
       f"loss needs records of the training layout")
-  assert not run_dir.exists()
 
 
 def test_pretraining_validation_records_of_another_tokenizer_are_refused(
@@ -87,25 +93,11 @@ def test_pretraining_validation_records_of_another_tokenizer_are_refused(
   (`indices[..] = 1636 is not in [0, 1000)`)."""
   records, _ = pretraining_records
   small = _records(tmp_path / "small", small_spiece)
-  run_dir = tmp_path / "run"
-  with pytest.raises(driver.ConfigError) as refused:
-    driver.run(_pretraining(small, records), "train_and_eval", str(run_dir))
-  assert str(refused.value) == (
+  assert _refusal(_pretraining(small, records), "train_and_eval", tmp_path) == (
       f"task.validation_data.input_path {records}: made with the SentencePiece model "
       f"{spiece_model}, the training records (task.train_data.input_path {small}) with "
       f"{small_spiece} (another vocabulary); the held-out loss needs records of the "
       f"training tokenizer")
-  assert not run_dir.exists()
-
-
-def _refusal(params, mode, tmp_path):
-  """The ConfigError message with which driver.run refuses `params`, after checking that
-  nothing was written (no run directory, no features)."""
-  run_dir = tmp_path / "run"
-  with pytest.raises(driver.ConfigError) as refused:
-    driver.run(params, mode, str(run_dir))
-  assert not run_dir.exists() and not (tmp_path / "features").exists()
-  return str(refused.value)
 
 
 @pytest.mark.parametrize("experiment", sorted(FINETUNING))
