@@ -128,6 +128,41 @@ def test_ten_steps_of_a_constant_gradient_move_as_far_as_in_the_released_code(we
                              -0.0553, atol=5e-5)
 
 
+@pytest.mark.parametrize("weight_decay, correction, warmup, warned", [
+    (0.01, "released", 100, True), (0.01, "released", 0, True),
+    (0.01, "released", 1000, False), (0.01, "always", 100, False),
+    (0.0, "released", 100, False), (0.0, "never", 0, True)])
+def test_a_short_warmup_without_bias_correction_is_warned_about(
+    weight_decay, correction, warmup, warned, caplog):
+  """Issue 28: the released optimizer without bias correction and a warmup shorter than
+  1/(1 - beta_2) = 1000 updates stalls small models. The warning's factor is the one the
+  released train op moves a weight by, per learning rate, under a constant gradient at the
+  first update after the warmup (a constant schedule here, so one update's step / lr)."""
+  with caplog.at_level("WARNING"):
+    optimization.build_optimizer(1e-3, 5000, warmup, weight_decay=weight_decay,
+                                 adam_bias_correction=correction)
+  messages = [r.getMessage() for r in caplog.records if "warmup" in r.getMessage()]
+  assert bool(messages) == warned
+  if not warned:
+    return
+  # The released train op, stepped to warmup + 1 at a constant lr (min_lr_ratio 1, no
+  # warmup) with a constant gradient: each update's size per lr is the factor. (A weight
+  # decay > 0 selects the released optimizer without correction; 1e-300 adds nothing.)
+  reference = ReleasedTrainOp(1e-3, 10_000, 0, min_lr_ratio=1.0, weight_decay=1e-300,
+                              adam_epsilon=1e-12, clip=1e9)
+  params = {"model/dense/kernel": np.zeros([1])}
+  steps = []
+  for _ in range(1000):
+    before = params["model/dense/kernel"][0]
+    reference.apply(params, {"model/dense/kernel": np.ones([1])})
+    steps.append((before - params["model/dense/kernel"][0]) / 1e-3)
+  peak = max(steps[max(warmup, 1) - 1:])
+  expected = (f"--warmup_steps={warmup} < 1/(1 - beta_2) = 1000: after the warmup, "
+              f"updates are up to {peak:.1f}x the learning rate")
+  assert expected in messages[0], messages[0]
+  assert "--adam_bias_correction=always" in messages[0]
+
+
 # ---- a whole run: schedule, clipping, layer decay, decay selection, dense and sparse -------
 
 def _released_names(model, task="sst-2"):
