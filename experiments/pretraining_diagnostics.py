@@ -402,16 +402,26 @@ def gradient_measures(model, batches: Sequence[Dict[str, tf.Tensor]]) -> Dict[st
           "batches": len(batches)}
 
 
+def _pearson(a: np.ndarray, b: np.ndarray) -> Optional[float]:
+  """Pearson's r, None when either side is constant."""
+  if np.std(a) == 0 or np.std(b) == 0:
+    return None
+  return float(np.corrcoef(a, b)[0, 1])
+
+
 def embedding_measures(embedding: np.ndarray, lm_bias: np.ndarray,
                        token_counts: np.ndarray) -> Dict[str, Any]:
-  """The top singular direction of the embedding [V, D] against log frequency."""
-  _, singular, right = np.linalg.svd(embedding.astype(np.float64), full_matrices=False)
+  """The top singular direction of the embedding [V, D] against log frequency (None
+  where undefined: a zero embedding, a constant projection or bias)."""
+  embedding = embedding.astype(np.float64)
+  _, singular, right = np.linalg.svd(embedding, full_matrices=False)
   seen = token_counts > 0
   log_frequency = np.log(token_counts[seen] / token_counts.sum())
-  projection = embedding.astype(np.float64) @ right[0]                         # [V]
-  return {"top_share": float(singular[0] ** 2 / np.sum(singular ** 2)),
-          "top_log_frequency_r": float(abs(np.corrcoef(projection[seen], log_frequency)[0, 1])),
-          "lm_bias_log_frequency_r": float(np.corrcoef(lm_bias[seen], log_frequency)[0, 1]),
+  energy = np.sum(singular ** 2)
+  top_r = _pearson((embedding @ right[0])[seen], log_frequency)               # [V] -> seen
+  return {"top_share": float(singular[0] ** 2 / energy) if energy > 0 else None,
+          "top_log_frequency_r": None if top_r is None else abs(top_r),
+          "lm_bias_log_frequency_r": _pearson(lm_bias[seen], log_frequency),
           "tokens_seen": int(seen.sum())}
 
 
@@ -462,8 +472,8 @@ def tables(checkpoints: List[Dict[str, Any]]) -> str:
             "LM bias r with log frequency |", "|---|---|---|---|"]
   for c in checkpoints:
     e = c["embedding"]
-    lines.append(f"| {c['step']} | {e['top_share']:.3f} | {e['top_log_frequency_r']:.3f} | "
-                 f"{e['lm_bias_log_frequency_r']:.3f} |")
+    lines.append(f"| {c['step']} | " + " | ".join(_cell(e[k]) for k in (
+        "top_share", "top_log_frequency_r", "lm_bias_log_frequency_r")) + " |")
   return "\n".join(lines)
 
 
