@@ -17,7 +17,7 @@ the SavedModel serves the encoder's hidden states of raw text (`serving.encoder_
 
 import dataclasses
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from official.core import config_definitions as cfg
 from official.core import task_factory
@@ -187,13 +187,7 @@ class PretrainingTask(base.XLNetTask):
     if num_steps > 0:
       dataset = dataset.take(num_steps)
     for batch in dataset:
-      if config.mem_len > 0:
-        rows = tf.shape(batch["input_ids"])[0]
-        if mems is None:
-          mems = [tf.zeros([rows, config.mem_len, config.d_model])
-                  for _ in range(config.n_layer)]
-        keep = tf.cast(batch["stream_step"] > 0, tf.float32)[:, None, None]
-        mems = [m * keep for m in mems]
+      mems = row_memories(config, batch, mems)
       loss_sum, n, new_mems = step(batch, mems)
       if config.mem_len > 0:
         mems = [tf.cast(m, tf.float32) for m in new_mems]
@@ -221,6 +215,25 @@ class PretrainingTask(base.XLNetTask):
                                          lower=bool(settings.get("uncased", False)))
 
 
+def row_memories(config: XLNetConfig, batch: Dict[str, tf.Tensor],
+                 mems: Optional[List[tf.Tensor]]) -> Optional[List[tf.Tensor]]:
+  """The memories the rows of `batch` read in evaluation: the previous batch's `new_mems`
+  (n_layer x [B, mem_len, D]), zeros for the first batch and for rows that start a stream
+  (stream_step 0), as in training; None when mem_len is 0."""
+  if config.mem_len == 0:
+    return None
+  if mems is None:
+    rows = tf.shape(batch["input_ids"])[0]
+    mems = [tf.zeros([rows, config.mem_len, config.d_model]) for _ in range(config.n_layer)]
+  keep = tf.cast(batch["stream_step"] > 0, tf.float32)[:, None, None]        # [B, 1, 1]
+  return [m * keep for m in mems]
+
+
+def layout_differences(settings: Dict[str, Any], reference: Dict[str, Any]) -> List[str]:
+  """The VALIDATION_LAYOUT settings in which two record directories' settings differ."""
+  return [k for k in VALIDATION_LAYOUT if settings.get(k) != reference.get(k)]
+
+
 def _check_same_layout(train: Dict[str, Any], validation: Dict[str, Any]) -> None:
   """Raises ValueError naming both record directories and what differs when the
   validation records (manifest) were made with another layout or SentencePiece model
@@ -229,7 +242,7 @@ def _check_same_layout(train: Dict[str, Any], validation: Dict[str, Any]) -> Non
   where = (f"task.validation_data.input_path {validation['directory']}",
            f"the training records (task.train_data.input_path {train['directory']})")
   settings = (validation["settings"], train["settings"])
-  differing = [k for k in VALIDATION_LAYOUT if settings[0].get(k) != settings[1].get(k)]
+  differing = layout_differences(*settings)
   if differing:
     made = [", ".join(f"{k}={s.get(k)}" for k in differing) for s in settings]
     raise ValueError(f"{where[0]}: made with {made[0]}, {where[1]} with {made[1]}; the "
