@@ -21,11 +21,15 @@ from helpers import small_config
 from xlnet_tf import model_directory
 from xlnet_tf import pretrained
 from xlnet_tf import released_names
+from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.convert.huggingface import hf_to_released
+from xlnet_tf.data import classifier_features
+from xlnet_tf.data import classifier_tasks
 from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import train_lib
+from xlnet_tf.training import finetuning
 from xlnet_tf.training import pretraining
 from xlnet_tf.training import run_directory
 from xlnet_tf.training.pretrain_trainer import MODEL_INPUTS
@@ -144,15 +148,15 @@ def test_run_pretraining_refuses_a_bidirectional_config_before_any_work(pretrain
 
 
 @pytest.mark.slow
-def test_driver_trains_clm_its_model_directory_fine_tunes_and_resume_keeps_it(
+def test_driver_trains_clm_resume_keeps_it_and_its_model_directory_fine_tunes(
     pretraining_records, spiece_model, tmp_path):
   records, _ = pretraining_records
   run = os.fspath(tmp_path / "run")
   params = train_lib.parse_params(
       experiments.PRETRAINING, [os.path.join(CONFIGS, "pretraining_demo.yaml")],
       f"task.train_data.input_path={records},task.optimization.objective=clm,"
-      f"task.model.dropout=0.0,task.model.dropatt=0.0,trainer.train_steps=8,"
-      f"trainer.steps_per_loop=1,trainer.checkpoint_interval=8")
+      f"task.model.dropout=0.0,task.model.dropatt=0.0,task.optimization.learning_rate=1e-2,"
+      f"trainer.train_steps=8,trainer.steps_per_loop=1,trainer.checkpoint_interval=8")
   summary = train_lib.run(params, "train", run)["train"]
   losses = summary["losses"]
   assert summary["step"] == 8 and len(losses) == 8
@@ -164,22 +168,32 @@ def test_driver_trains_clm_its_model_directory_fine_tunes_and_resume_keeps_it(
   final = os.path.join(run, train_lib.FINAL_DIR)
   assert pretrained.load_pretrained(final).config.attn_type == "uni"
 
-  with pytest.raises(run_directory.RunSettingsError, match="objective: clm in the directory, "
-                                                           "plm now"):
-    train_lib.run(params.replace(task={"optimization": {"objective": "plm"}},
-                                 trainer={"train_steps": 10}), "train", run)
+  with pytest.raises(run_directory.RunSettingsError) as refused:
+    train_lib.run(params.replace(task={"optimization": {"objective": "plm"}}), "train", run)
+  assert "options.objective: 'clm' in the directory, 'plm' now" in str(refused.value)
+  assert "config.attn_type: 'uni' in the directory, 'bi' now" in str(refused.value)
 
-  tune = train_lib.parse_params(
-      experiments.CLASSIFICATION, [os.path.join(CONFIGS, "classification_demo.yaml")],
-      f"task.init_checkpoint={final},task.train_data.spiece_model={spiece_model},"
-      f"task.validation_data.spiece_model={spiece_model},"
-      f"task.train_data.cache_dir={tmp_path / 'cache'},"
-      f"task.validation_data.cache_dir={tmp_path / 'cache'},trainer.train_steps=2,"
-      f"trainer.steps_per_loop=1,trainer.checkpoint_interval=2")
-  tuned = train_lib.run(tune, "train", os.fspath(tmp_path / "tuned"))["train"]
+  # Fine-tuning reads the clm model directory into a bidirectional classifier.
+  config = finetuning.finetune_config(
+      XLNetConfig.from_json_file(os.path.join(final, model_directory.CONFIG_FILE)))
+  assert config.attn_type == "bi"
+  task = classifier_tasks.get_task("movie_reviews").configure(None)
+  features = classifier_features.cached_features(
+      task.read(None, "train")[:16], spiece_model, 32, label_list=task.labels,
+      task=task.name, split="train", cache_dir=os.fspath(tmp_path / "features"))
+  spec = model_directory.ClassifierSpec(task_name=task.name, labels=tuple(task.labels),
+                                        max_seq_length=32)
+  options = finetuning.FinetuneOptions(
+      model_dir=os.fspath(tmp_path / "tuned"), train_steps=2, learning_rate=1e-3,
+      steps_per_loop=1, save_steps=2, init_checkpoint=final)
+  strategy = tf.distribute.get_strategy()
+  model, optimizer = finetuning.build_for_training(strategy, config, spec, options)
+  np.testing.assert_array_equal(model.encoder.word_embedding.numpy(),
+                                pretrained.load_pretrained(final).encoder.word_embedding)
+  tuned = finetuning.train_classifier(
+      strategy, model, optimizer, lambda ctx: classifier_features.classifier_dataset(
+          features, 8, is_training=True, seed=0, max_seq_length=32), options)
   assert tuned["step"] == 2 and all(np.isfinite(tuned["losses"]))
-  with open(os.path.join(tmp_path, "tuned", run_directory.SETTINGS_FILE)) as f:
-    assert json.load(f)["config"]["attn_type"] == "bi"
 
 
 @pytest.mark.slow
