@@ -31,6 +31,7 @@ from experiments import released_flags  # noqa: E402
 from experiments import strategy_flags  # noqa: E402,F401  (--strategy, --tpu, --num_gpus)
 import xlnet_tf.tasks.experiments  # noqa: E402,F401  (registers the experiments)
 from xlnet_tf import paths  # noqa: E402
+from xlnet_tf.data.pretrain_reader import OBJECTIVES  # noqa: E402
 from xlnet_tf.tasks import train_lib  # noqa: E402
 from xlnet_tf.training import optimization  # noqa: E402
 from xlnet_tf.training import pretraining  # noqa: E402
@@ -99,8 +100,10 @@ flags.DEFINE_enum("adam_bias_correction", "released", list(optimization.ADAM_BIA
 flags.DEFINE_float("clip", 1.0, "Gradient clipping by global norm.")
 flags.DEFINE_enum("precision", "float32", sorted(pretraining.PRECISIONS), "Numerics.")
 flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass.")
-flags.DEFINE_enum("objective", "plm", ["plm", "mlm"], "plm: XLNet's permutation LM; mlm: "
-                  "the BERT-style masked-LM baseline on the same rows (for ablations).")
+flags.DEFINE_enum("objective", "plm", list(OBJECTIVES), "plm: XLNet's permutation LM; mlm: "
+                  "the BERT-style masked-LM baseline on the same rows (for ablations); clm: "
+                  "a causal LM on the same rows (attention 'uni', every next token a "
+                  "target), a diagnostic baseline.")
 flags.DEFINE_integer("seed", 0, "Seed of the initialisation, dropout and shard order.")
 # Loop, checkpoints.
 flags.DEFINE_integer("steps_per_loop", 1000, "Steps per tf.function call (the original "

@@ -105,11 +105,11 @@ def test_mlm_logits_are_the_content_stream_at_the_targets():
   expected = np.take_along_axis(full, positions[..., None], axis=1)
   np.testing.assert_allclose(outputs["logits"].numpy(), expected, atol=1e-6)
   assert mlm.get_config()["objective"] == "mlm"
-  with pytest.raises(ValueError, match="objective must be 'plm' or 'mlm', got 'bert'"):
+  with pytest.raises(ValueError, match="objective must be 'plm', 'mlm' or 'clm', got 'bert'"):
     build_pretrainer(config, "bert")
 
 
 def test_unknown_objective_is_an_error_before_reading(pretraining_records):
-  with pytest.raises(ValueError, match=r"objective must be one of \('plm', 'mlm'\), "
+  with pytest.raises(ValueError, match=r"objective must be one of \('plm', 'mlm', 'clm'\), "
                                        r"got 'electra'"):
     pretrain_dataset(pretraining_records[0], ROWS.bsz_per_host, objective="electra")

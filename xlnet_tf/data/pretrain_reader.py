@@ -17,11 +17,12 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet_tf import masks
+from xlnet_tf.data import causal_lm
 from xlnet_tf.data import layouts
 from xlnet_tf.data import masked_lm
 from xlnet_tf.data import pretrain_records
 
-OBJECTIVES = ("plm", "mlm")
+OBJECTIVES = ("plm", "mlm", "clm")
 
 
 def pretrain_dataset(path: str, batch_size: int,
@@ -45,13 +46,16 @@ def pretrain_dataset(path: str, batch_size: int,
     manifest: an already loaded manifest (else read from `path`).
     objective: "plm" (permutation LM, the records as made) or "mlm" (BERT-style masked LM
       on the same rows, see `masked_lm.masked_lm_inputs`; the corruption of step s is a
-      function of (seed, s, pipeline), so resuming reproduces it).
+      function of (seed, s, pipeline), so resuming reproduces it) or "clm" (causal LM,
+      the diagnostic baseline: every position predicts the row's next token, see
+      `causal_lm.causal_lm_inputs`).
   Returns:
     Batches (dicts) with input_ids int32 [B, T], segment_ids int32 [B, T], input_mask
     float32 [B, T] (zeros: rows have no padding), perm_mask float32 [B, T, T],
     target_mapping float32 [B, P, T], target int32 [B, P], target_mask float32 [B, P],
     and stream_index / stream_step int32 [B] (which stream and step each row is).
-    With objective "mlm" there is no perm_mask and P = round(0.15 T).
+    With objective "mlm" there is no perm_mask and P = round(0.15 T); with "clm" there is
+    no perm_mask and no target_mapping, and target / target_mask are [B, T].
   """
   if objective not in OBJECTIVES:
     raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
@@ -96,6 +100,8 @@ def pretrain_dataset(path: str, batch_size: int,
       stream = tf.cast(step, tf.int32) * num_pipelines + pipeline_id
       batch = masked_lm.masked_lm_inputs(batch, tf.stack([tf.constant(seed, tf.int32), stream]),
                                          vocab_size)
+    elif objective == "clm":
+      batch = causal_lm.causal_lm_inputs(batch)
     return {k: tf.reshape(v, [replicas, batch_size] + v.shape[1:].as_list())
             for k, v in batch.items()}
 

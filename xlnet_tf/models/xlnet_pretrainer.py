@@ -12,6 +12,19 @@ from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
 from xlnet_tf.layers.scoped_build import build_in_scope
 
 
+def objective_attn_type(objective: str) -> str:
+  """The attention an objective trains with: "uni" (causal) for "clm", else "bi"."""
+  return "uni" if objective == "clm" else "bi"
+
+
+def check_attn_type(attn_type: str, objective: str) -> None:
+  """Raises ValueError for objective "clm" with an attn_type other than "uni" (with "bi"
+  every position would see the next token, which it predicts)."""
+  if objective == "clm" and attn_type != "uni":
+    raise ValueError(f"XLNetConfig.attn_type must be 'uni' (causal) for objective 'clm', "
+                     f"got {attn_type!r}: each position would see the token it predicts")
+
+
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
 class XLNetPretrainer(EncoderModel):
   """Encoder + tied LM head (`model/lm_loss/bias` in the released checkpoints).
@@ -22,7 +35,10 @@ class XLNetPretrainer(EncoderModel):
 
   objective: "plm" (XLNet) or "mlm", the BERT-style denoising baseline of the ablation:
   `target_mapping` then selects the targets' CONTENT-stream outputs (no query stream;
-  the inputs carry <mask> and no perm_mask; see `xlnet_tf.data.masked_lm`).
+  the inputs carry <mask> and no perm_mask; see `xlnet_tf.data.masked_lm`); or "clm", the
+  causal-LM diagnostic baseline: the encoder's config has attn_type "uni", the inputs
+  have no perm_mask and no target_mapping, and the logits [B, T, V] are the content
+  stream's at every position (see `xlnet_tf.data.causal_lm`).
 
   Example:
     >>> cfg = XLNetConfig(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=100)
@@ -33,8 +49,9 @@ class XLNetPretrainer(EncoderModel):
 
   def __init__(self, encoder: XLNetEncoder, objective: str = "plm", **kwargs):
     super().__init__(**kwargs)
-    if objective not in ("plm", "mlm"):
-      raise ValueError(f"objective must be 'plm' or 'mlm', got {objective!r}")
+    if objective not in ("plm", "mlm", "clm"):
+      raise ValueError(f"objective must be 'plm', 'mlm' or 'clm', got {objective!r}")
+    check_attn_type(encoder.config.attn_type, objective)
     self.objective = objective
     self.encoder = encoder
     self.lm_head = TiedLMHead(encoder.config.n_token, name="lm_loss")
@@ -47,6 +64,11 @@ class XLNetPretrainer(EncoderModel):
     self.built = True
 
   def call(self, inputs: Mapping[str, Any], training=None) -> Dict[str, Any]:
+    if self.objective == "clm":
+      given = [k for k in ("target_mapping", "perm_mask") if inputs.get(k) is not None]
+      if given:
+        raise ValueError(f"objective 'clm' predicts every position from the content "
+                         f"stream; its inputs have no {' or '.join(given)}")
     if self.objective == "mlm" and inputs.get("target_mapping") is not None:
       target_mapping = inputs["target_mapping"]                            # [B, P, T]
       encoder_inputs = {k: v for k, v in inputs.items()

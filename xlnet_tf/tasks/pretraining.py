@@ -1,4 +1,5 @@
-"""Pretraining (the permutation LM, or the masked-LM baseline) as a Model Garden task.
+"""Pretraining (the permutation LM, or the masked-LM or causal-LM baseline) as a Model
+Garden task.
 
   >>> params = exp_factory.get_exp_config("xlnet/pretraining")
   >>> params.override({"task": {"train_data": {"input_path": "records/"}}})
@@ -30,6 +31,7 @@ from xlnet_tf import pretrained
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
+from xlnet_tf.models.xlnet_pretrainer import objective_attn_type
 from xlnet_tf.serving import encoder_export
 from xlnet_tf.tasks import base
 from xlnet_tf.training import pretraining
@@ -112,10 +114,13 @@ class PretrainingTask(base.XLNetTask):
     return pretraining.check_data(data.input_path)
 
   def xlnet_config(self) -> XLNetConfig:
+    """task.model's network with the records' reuse_len and bi_data; the attention is the
+    objective's (`objective_attn_type`: "uni" for "clm", else "bi")."""
     model = self.task_config.model
     settings = self.manifest()["settings"]
+    attn_type = objective_attn_type(self.task_config.optimization.objective)
     run = dict(dropout=model.dropout, dropatt=model.dropatt, mem_len=model.mem_len,
-               reuse_len=settings["reuse_len"], attn_type="bi", bi_data=settings["bi_data"],
+               reuse_len=settings["reuse_len"], attn_type=attn_type, bi_data=settings["bi_data"],
                clamp_len=model.clamp_len, same_length=model.same_length,
                initializer_range=model.init_std)
     if model.model_config:

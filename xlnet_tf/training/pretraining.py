@@ -34,6 +34,7 @@ from xlnet_tf.data import pretrain_dataset
 from xlnet_tf.data.pretrain_reader import OBJECTIVES
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
+from xlnet_tf.models.xlnet_pretrainer import check_attn_type
 from xlnet_tf.training import optimization
 from xlnet_tf.training import run_directory
 from xlnet_tf.training.checkpointing import GuardedCheckpointManager
@@ -69,7 +70,8 @@ class PretrainOptions:
   final_dir: Optional[str] = None        # the pretrained model directory (MODEL_DIR/final)
   seed: int = 0
   stop_at_step: Optional[int] = None     # stop (and checkpoint) early; the schedule stays
-  objective: str = "plm"                 # or "mlm": the masked-LM baseline (ablations)
+  objective: str = "plm"                 # or "mlm": the masked-LM baseline (ablations), or
+                                         # "clm": causal LM (attn_type "uni"), a diagnostic
 
   # What may change between the runs of one model directory: it does not change the numbers.
   NOT_RUN_SETTINGS = ("model_dir", "steps_per_loop", "save_steps", "max_checkpoints",
@@ -158,6 +160,7 @@ def run_pretraining(strategy: tf.distribute.Strategy, config: XLNetConfig, data_
   eval_interval and eval_actions of `finetuning.train_model`).
   Raises `NonFiniteLossError` (with the last good checkpoint left intact) on a NaN loss.
   """
+  check_attn_type(config.attn_type, options.objective)
   manifest = manifest or check_data(data_path)
   settings = manifest["settings"]
   if settings["bi_data"] != config.bi_data or settings["reuse_len"] != config.reuse_len:
