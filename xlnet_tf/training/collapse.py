@@ -207,7 +207,7 @@ class Watch:
       details["Abandoned attempts (collapsed)"] = "; ".join(
           f"seed {a['seed']}: training loss {a['loss']:.4f} at step {a['step']}"
           for a in self.record["abandoned"]) + (
-              f" (reference {self.reference['loss']:.4f}, {self.reference['name']})")
+              f" (reference: {self.reference['name']} {self.reference['loss']:.4f})")
     return details
 
 
