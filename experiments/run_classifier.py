@@ -100,6 +100,11 @@ flags.DEFINE_float("min_lr_ratio", 0.0, "Final learning rate / peak (linear deca
 flags.DEFINE_float("clip", 1.0, "Gradient clipping by global norm.")
 flags.DEFINE_enum("precision", "float32", sorted(finetuning.PRECISIONS), "Numerics.")
 flags.DEFINE_integer("seed", 0, "Seed.")
+flags.DEFINE_integer("collapse_check_steps", None, "Step at which a training loss that has "
+                     "not left the labels' prior loss is reported as a collapse (default "
+                     "min(200, train_steps // 2); 0: no check).")
+flags.DEFINE_integer("restarts", 0, "Times a collapsed run starts again from the initial "
+                     "weights with the next seed (recorded in the run settings).")
 # The generic reader.
 flags.DEFINE_string("text_a_column", None, "generic: column (name or index) of text A.")
 flags.DEFINE_string("text_b_column", None, "generic: column of text B (pair tasks).")
@@ -139,7 +144,7 @@ def experiment_override():
   optimization_ = {name: FLAGS[name].value for name in (
       "learning_rate", "warmup_steps", "weight_decay", "adam_epsilon", "min_lr_ratio",
       "lr_layer_decay_rate", "lr_layer_decay_mode", "adam_bias_correction",
-      "grad_accum_steps", "precision", "seed")}
+      "grad_accum_steps", "precision", "seed", "collapse_check_steps", "restarts")}
   return {
       "task": {
           "init_checkpoint": init, "task_name": FLAGS.task_name,
@@ -222,7 +227,9 @@ def main(argv):
   tf.io.gfile.makedirs(FLAGS.output_dir)
   try:
     if FLAGS.do_train:
-      train_lib.run(params, "train", FLAGS.model_dir)
+      summary = train_lib.run(params, "train", FLAGS.model_dir)["train"]
+      for line in summary.get("collapse_warnings", []):
+        print(line)
     if FLAGS.do_eval:
       _evaluate(params)
     if FLAGS.do_predict:

@@ -74,7 +74,7 @@ class TaskDataConfig(cfg.DataConfig):
 # the released run_classifier.py's); the loop's (train_steps, steps_per_loop, checkpoint
 # interval, max_to_keep) are in `trainer`, the warm start is `task.init_checkpoint`.
 _LOOP_FIELDS = ("model_dir", "train_steps", "steps_per_loop", "save_steps", "max_checkpoints",
-                "init_checkpoint", "stop_at_step")
+                "init_checkpoint", "stop_at_step", "attempt")
 FinetuneSettings = dataclasses.make_dataclass(
     "FinetuneSettings",
     [(f.name, f.type, dataclasses.field(default=f.default))
@@ -274,6 +274,12 @@ class XLNetTask(base_task.Task):
   def run_settings(self) -> Dict[str, Any]:
     """What defines the task in a run's settings (the model directory's spec)."""
     return self.spec_values()
+
+  def reference_loss(self, train_path: str) -> Optional[Dict[str, Any]]:
+    """The loss of predicting the training labels' prior (`collapse.reference_loss`), which
+    the collapse check compares the training loss with; None: the task has none."""
+    del train_path
+    return None
 
   def train_step(self, inputs, model, optimizer, metrics=None):
     """Not Model Garden's per-batch step: XLNet tasks train with the common

@@ -30,6 +30,7 @@ from official.core import task_factory
 import tensorflow as tf
 import tf_keras
 
+from xlnet_tf import model_card
 from xlnet_tf import model_directory
 from xlnet_tf.data import classifier_features
 from xlnet_tf.data import classifier_tasks
@@ -38,6 +39,7 @@ from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.serving import export as classifier_export
 from xlnet_tf.tasks import base
 from xlnet_tf.training import classifier_trainer
+from xlnet_tf.training import collapse
 
 
 @dataclasses.dataclass
@@ -187,6 +189,24 @@ class ClassificationTask(base.XLNetTask):
         is_regression=self.spec.is_regression, input_context=input_context,
         shuffle_buffer_size=params.shuffle_buffer_size,
         drop_remainder=params.drop_remainder if params.is_training else False)
+
+  def reference_loss(self, train_path: str) -> Dict[str, Any]:
+    """`collapse.reference_loss` of the training labels in the cached features."""
+    labels = [batch["label_id"].numpy() for batch in classifier_features.classifier_dataset(
+        train_path, 1024, is_training=False)]
+    return collapse.reference_loss(np.concatenate(labels), self.spec.is_regression)
+
+  def write_model_card(self, model, directory: str, details: Dict[str, str]) -> str:
+    """The fine-tuned model directory's README.md: the init checkpoint and its licence,
+    the task and labels, and `details` (the fine-tuning seed and abandoned attempts)."""
+    init = self.task_config.init_checkpoint
+    return model_card.write(
+        directory, title=f"XLNet {self.spec.task_name} model, fine-tuned",
+        source=f"fine-tuned from {init or 'random initialisation'}",
+        licence=(init and model_card.read_licence(self.init_dir())) or
+        "unknown: see the source", config=model.config.to_dict(),
+        task="regression" if self.spec.is_regression else "classification",
+        labels=self.spec.labels, details=details)
 
   def loss_fn(self):
     """The loss of the common `Trainer`: (sum over the micro-batch, count)."""

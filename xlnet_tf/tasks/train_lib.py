@@ -41,6 +41,7 @@ windows of a question, which per-batch `validation_step`s cannot), run as an orb
 evaluator.
 """
 
+import dataclasses
 import json
 import os
 from typing import Any, Dict, Optional
@@ -54,6 +55,7 @@ import orbit
 import tensorflow as tf
 import yaml
 
+from xlnet_tf import model_card
 from xlnet_tf import model_directory
 from xlnet_tf import paths
 from xlnet_tf.configs import RELEASED_KEYS
@@ -61,6 +63,7 @@ from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.serving import export_card
 from xlnet_tf.tasks import base
 from xlnet_tf.tasks import pretraining as pretraining_task
+from xlnet_tf.training import collapse
 from xlnet_tf.training import finetuning
 from xlnet_tf.training import pretraining
 from xlnet_tf.training import run_directory
@@ -326,25 +329,47 @@ def train(task: base.XLNetTask, params, model_dir: str, stop_at_step=None,
   run_settings = {"task": task.run_settings(), "train_data": task.data_key(train_path),
                   "train_batch_size": params.task.train_data.global_batch_size,
                   "replicas": strategy.num_replicas_in_sync}
+  check_step = collapse.check_step(options.collapse_check_steps, options.train_steps)
+  reference = task.reference_loss(train_path) if check_step else None
+  if reference is None and (options.restarts or options.collapse_check_steps):
+    raise ConfigError(f"task.optimization.restarts / collapse_check_steps: the collapse "
+                      f"check needs a classification or regression task; "
+                      f"{type(task).__name__} has no reference loss")
   lock = finetuning.open_run(config, options, run_settings)   # before anything is built
   try:
     train_utils.serialize_config(params, model_dir)
     if evaluate:
       task.features_path(params.task.validation_data)          # cached before training
-    model, optimizer = finetuning.build_model_and_optimizer(strategy, options,
-                                                            task.build_model)
-    eval_args = (_evaluation(task, params, model_dir, strategy)(model, optimizer)
-                 if evaluate else {})
-    summary = finetuning.train_model(
-        strategy, model, optimizer,
-        lambda ctx: task.build_inputs(params.task.train_data, ctx, path=train_path),
-        options, loss_fn=task.loss_fn(), input_keys=task.INPUT_KEYS,
-        run_settings=run_settings, forward_fn=task.forward_fn(), **eval_args)
+    watch = None if reference is None else collapse.Watch(
+        model_dir, reference, check_step, options.restarts, options.seed)
+    while True:                         # the attempts: a collapse restarts with seed + 1
+      attempt = dataclasses.replace(options, attempt=watch.attempt if watch else 0)
+      data = params.task.train_data
+      data = data.replace(seed=None if data.seed is None else data.seed + attempt.attempt)
+      model, optimizer = finetuning.build_model_and_optimizer(strategy, attempt,
+                                                              task.build_model)
+      eval_args = (_evaluation(task, params, model_dir, strategy)(model, optimizer)
+                   if evaluate else {})
+      try:
+        summary = finetuning.train_model(
+            strategy, model, optimizer,
+            lambda ctx, data=data: task.build_inputs(data, ctx, path=train_path),
+            attempt, loss_fn=task.loss_fn(), input_keys=task.INPUT_KEYS,
+            run_settings=run_settings, forward_fn=task.forward_fn(), collapse_watch=watch,
+            **eval_args)
+        break
+      except collapse.Restart:
+        watch.abandon()
     final = os.path.join(model_dir, FINAL_DIR)
     if summary["step"] == params.trainer.train_steps and (
         summary["start_step"] < summary["step"] or not tf.io.gfile.exists(final)):
       evals = summary.get("evals")      # a rerun of a finished run keeps its final/
       task.save_model_dir(model, final, evals[-1] if evals else None)
+    if watch and summary["step"] == params.trainer.train_steps and not tf.io.gfile.exists(
+        os.path.join(final, model_card.CARD_FILE)):
+      task.write_model_card(model, final, watch.card_details())
+    if watch and watch.warnings:
+      summary["collapse_warnings"] = watch.warnings
   finally:
     lock.release()
   logging.info("trained to step %d (from step %d)", summary["step"], summary["start_step"])

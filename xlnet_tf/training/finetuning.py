@@ -21,6 +21,7 @@ from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.models.xlnet_classifier import XLNetClassifier
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.training import classifier_trainer
+from xlnet_tf.training import collapse
 from xlnet_tf.training import optimization
 from xlnet_tf.training import run_directory
 from xlnet_tf.training.checkpointing import GuardedCheckpointManager
@@ -58,10 +59,17 @@ class FinetuneOptions:
   init_checkpoint: Optional[str] = None
   seed: int = 0
   stop_at_step: Optional[int] = None     # stop (and checkpoint) early; the schedule stays
+  # The collapse check (`collapse`): its step (None: min(200, train_steps // 2); 0: off)
+  # and how many times a collapsed run restarts with the next seed.
+  collapse_check_steps: Optional[int] = None
+  restarts: int = 0
+  attempt: int = 0                       # the attempt trained (`collapse.Watch`)
 
   # What may change between the runs of one model directory: it does not change the numbers.
   NOT_RUN_SETTINGS = ("model_dir", "steps_per_loop", "save_steps", "max_checkpoints",
-                      "stop_at_step")
+                      "stop_at_step", "attempt")
+  # Without restarts the collapse check only warns: it changes no number either.
+  COLLAPSE_SETTINGS = ("collapse_check_steps", "restarts")
 
   def __post_init__(self):
     """Refuses impossible values (naming the flag) before anything is built."""
@@ -78,10 +86,17 @@ class FinetuneOptions:
     if self.precision not in PRECISIONS:
       raise ValueError(f"--precision must be one of {sorted(PRECISIONS)}, got "
                        f"{self.precision!r}")
+    collapse.check_options(self.collapse_check_steps, self.restarts, self.train_steps)
+
+  @property
+  def attempt_seed(self) -> int:
+    """The seed of this attempt (the head's initialisation and dropout): seed + attempt."""
+    return self.seed + self.attempt
 
   def run_settings(self) -> Dict[str, Any]:
     return {k: v for k, v in dataclasses.asdict(self).items()
-            if k not in self.NOT_RUN_SETTINGS}
+            if k not in self.NOT_RUN_SETTINGS
+            and (self.restarts or k not in self.COLLAPSE_SETTINGS)}
 
 
 def open_run(config: XLNetConfig, options: FinetuneOptions,
@@ -92,7 +107,8 @@ def open_run(config: XLNetConfig, options: FinetuneOptions,
   return run_directory.open_run(
       options.model_dir, "fine-tuning",
       {"config": config.to_dict(), "options": options.run_settings(), **(run_settings or {})},
-      has_results=lambda: tf.train.latest_checkpoint(options.model_dir))
+      has_results=lambda: (tf.train.latest_checkpoint(options.model_dir)
+                           or collapse.has_restarted(options.model_dir)))
 
 
 def finetune_config(config: XLNetConfig, dropout: float = 0.1,
@@ -119,7 +135,7 @@ def build_model_and_optimizer(strategy, options: FinetuneOptions,
   strategy's scope and its encoder warm-started from `options.init_checkpoint`, and the
   optimizer of `options` (schedule, weight decay, Adam, layer-wise decay)."""
   tf_keras.mixed_precision.set_global_policy(PRECISIONS[options.precision])
-  tf_keras.utils.set_random_seed(options.seed)
+  tf_keras.utils.set_random_seed(options.attempt_seed)
   with strategy.scope():
     model = build_model()
     if options.init_checkpoint:
@@ -161,7 +177,8 @@ def train_model(strategy: tf.distribute.Strategy, model: tf_keras.Model, optimiz
                 evaluator: Optional[orbit.AbstractEvaluator] = None,
                 eval_interval: Optional[int] = None,
                 eval_steps: int = -1,
-                eval_actions: Sequence[Callable[[Dict[str, Any]], None]] = ()
+                eval_actions: Sequence[Callable[[Dict[str, Any]], None]] = (),
+                collapse_watch: Optional[collapse.Watch] = None
                 ) -> Dict[str, Any]:
   """The fine-tuning run of any model (with a `config`) and loss: the common
   `trainer.Trainer` with `loss_fn` (see `trainer.LossFn`) on the batch keys `input_keys`,
@@ -177,6 +194,10 @@ def train_model(strategy: tf.distribute.Strategy, model: tf_keras.Model, optimiz
   end) for an evaluation: its metrics go to TensorBoard (`model_dir/validation`) and to
   every `eval_actions` callable; the summary then has "evals" ([metrics], in order).
   Evaluation reads the weights only, so it does not change the training's numbers.
+
+  With a `collapse_watch` (`collapse.Watch`, of the attempt `options.attempt`) the
+  training loss is checked at its step; a collapse with restarts left raises
+  `collapse.Restart`.
   """
   lock = open_run(model.config, options, run_settings)
   try:
@@ -197,15 +218,18 @@ def train_model(strategy: tf.distribute.Strategy, model: tf_keras.Model, optimiz
     trainer = Trainer(strategy, model, optimizer, dataset, input_keys=input_keys,
                       loss_fn=loss_fn, grad_accum_steps=options.grad_accum_steps,
                       clip_norm=options.clip_norm, total_steps=options.train_steps,
-                      seed=options.seed, last_checkpoint=lambda: manager.latest_checkpoint,
+                      seed=options.attempt_seed, last_checkpoint=lambda: manager.latest_checkpoint,
                       **({"forward_fn": forward_fn} if forward_fn else {}))
     stop = min(options.stop_at_step or options.train_steps, options.train_steps)
+    steps = loop_steps(options.steps_per_loop, options.save_steps)
+    if collapse_watch is not None:
+      collapse_watch.begin(start_step, lambda: int(optimizer.iterations.numpy()))
+      steps = collapse_watch.loop_steps(steps)
     ran = run_controller(
         trainer, strategy, manager, os.path.join(options.model_dir, "train"),
-        os.path.join(options.model_dir, EVAL_SUMMARY_DIR),
-        loop_steps(options.steps_per_loop, options.save_steps), start_step, stop,
+        os.path.join(options.model_dir, EVAL_SUMMARY_DIR), steps, start_step, stop,
         evaluator=evaluator, eval_interval=eval_interval, eval_steps=eval_steps,
-        eval_actions=eval_actions)
+        eval_actions=eval_actions, train_actions=[collapse_watch] if collapse_watch else ())
     summary = {"step": int(optimizer.iterations.numpy()), "losses": ran["losses"],
                "start_step": start_step}
     if evaluator is not None:

@@ -195,12 +195,14 @@ def run_controller(trainer: Trainer, strategy: tf.distribute.Strategy, manager,
                    summary_dir: str, eval_summary_dir: str, steps_per_loop, start_step: int,
                    stop_step: int, evaluator: Optional[orbit.AbstractEvaluator] = None,
                    eval_interval: Optional[int] = None, eval_steps: int = -1,
-                   eval_actions: Sequence[Callable[[Dict[str, Any]], None]] = ()
+                   eval_actions: Sequence[Callable[[Dict[str, Any]], None]] = (),
+                   train_actions: Sequence[Callable[[Dict[str, Any]], None]] = ()
                    ) -> Dict[str, Any]:
   """Runs `trainer` from `start_step` to `stop_step` under an `orbit.Controller` (the
   checkpoints of `manager`, TensorBoard scalars every loop in `summary_dir`), with an
   evaluation every `eval_interval` steps and at the end when there is an `evaluator`
-  (its metrics in `eval_summary_dir` and passed to `eval_actions`). Returns {"losses":
+  (its metrics in `eval_summary_dir` and passed to `eval_actions`). `train_actions` get
+  every loop's outputs before its checkpoint is written. Returns {"losses":
   one per loop, "evals": [metrics]} of this call."""
   losses: List[float] = []
   evals: List[Dict[str, Any]] = []
@@ -209,7 +211,7 @@ def run_controller(trainer: Trainer, strategy: tf.distribute.Strategy, manager,
       strategy=strategy, steps_per_loop=steps_per_loop, checkpoint_manager=manager,
       summary_dir=summary_dir, eval_summary_dir=eval_summary_dir,
       summary_interval=None,                              # every loop
-      train_actions=[lambda output: losses.append(float(output["loss"]))],
+      train_actions=[lambda output: losses.append(float(output["loss"])), *train_actions],
       eval_actions=[evals.append, *eval_actions])
   if start_step >= stop_step:
     logging.info("already trained to step %d (stop at %d)", start_step, stop_step)
