@@ -5,9 +5,10 @@ pretraining, real records of the bundled corpus (perm_mask, target_mapping, two 
 bi_data, memories carried across steps and reset where a stream starts); for the
 classifier, real movie-review features. Ours runs the real drivers (`run_pretraining`,
 `build_for_training` + `train_classifier`: the orbit trainers' steps with their clipping
-and `build_optimizer`); HuggingFace's side computes the same loss from its logits and
-steps with an optimizer written here from PyTorch primitives, with the released code's
-semantics (model_utils.get_train_op): linear warmup / linear decay evaluated at the step
+and `build_optimizer`); HuggingFace's side (experiments/hf_training.py, which
+experiments/hf_pretraining_steps.py runs for hundreds of steps) computes the same loss from
+its logits and steps with an optimizer written from PyTorch primitives, with the released
+code's semantics (model_utils.get_train_op): linear warmup / linear decay evaluated at the step
 before the update, global-norm clipping, then the released layer-wise gradient scaling,
 then Adam WITHOUT bias correction + decoupled weight decay (AdamWeightDecayOptimizer, when
 weight_decay > 0) or Adam with bias correction (tf.train.AdamOptimizer, weight_decay = 0),
@@ -15,7 +16,6 @@ decay selected by the released variable names. Dropout is off.
 """
 
 import os
-import re
 
 import numpy as np
 import pytest
@@ -23,6 +23,8 @@ import tensorflow as tf
 import torch
 import transformers
 
+from experiments.hf_training import PretrainingSteps
+from experiments.hf_training import ReleasedOptimizer
 from hf_reference import make_hf_model
 from helpers import pretrain_config
 from xlnet_tf import model_directory
@@ -39,97 +41,8 @@ from xlnet_tf.training import finetuning
 from xlnet_tf.training import pretraining
 
 STEPS = 20
-BETA_1, BETA_2 = 0.9, 0.999
 LOSS_TOLERANCE = 2e-5         # max |loss difference| / max(1, |loss|), any step
 WEIGHT_TOLERANCE = 2e-5       # max |weight difference| / max(1, max |weight|), any weight
-
-# HuggingFace parameter -> released (TF1) variable name.
-_RELEASED = [
-    (r"transformer\.word_embedding\.weight",
-     r"model/transformer/word_embedding/lookup_table"),
-    (r"transformer\.mask_emb", r"model/transformer/mask_emb/mask_emb"),
-    (r"transformer\.layer\.(\d+)\.rel_attn\.([qkvor])",
-     r"model/transformer/layer_\1/rel_attn/\2/kernel"),
-    (r"transformer\.layer\.(\d+)\.rel_attn\.(r_[wrs]_bias|seg_embed)", r"model/transformer/\2"),
-    (r"transformer\.layer\.(\d+)\.(rel_attn|ff)\.layer_norm\.weight",
-     r"model/transformer/layer_\1/\2/LayerNorm/gamma"),
-    (r"transformer\.layer\.(\d+)\.(rel_attn|ff)\.layer_norm\.bias",
-     r"model/transformer/layer_\1/\2/LayerNorm/beta"),
-    (r"transformer\.layer\.(\d+)\.ff\.(layer_[12])\.weight",
-     r"model/transformer/layer_\1/ff/\2/kernel"),
-    (r"transformer\.layer\.(\d+)\.ff\.(layer_[12])\.bias",
-     r"model/transformer/layer_\1/ff/\2/bias"),
-    (r"lm_loss\.bias", r"model/lm_loss/bias"),
-    (r"sequence_summary\.summary\.weight", r"model/sequnece_summary/summary/kernel"),
-    (r"sequence_summary\.summary\.bias", r"model/sequnece_summary/summary/bias"),
-    (r"logits_proj\.weight", r"model/classification_movie_reviews/logit/kernel"),
-    (r"logits_proj\.bias", r"model/classification_movie_reviews/logit/bias"),
-]
-
-
-def released_name(hf_name: str) -> str:
-  for pattern, replacement in _RELEASED:
-    if re.fullmatch(pattern, hf_name):
-      return re.sub(pattern, replacement, hf_name)
-  raise KeyError(hf_name)
-
-
-def released_decays(name: str) -> bool:
-  """AdamWeightDecayOptimizer._do_use_weight_decay of the released code."""
-  if any(re.search(p, name) for p in ("r_s_bias", "r_r_bias", "r_w_bias")):
-    return True
-  return not any(re.search(p, name) for p in ("LayerNorm", "layer_norm", "bias"))
-
-
-class ReleasedOptimizer:
-  """The released get_train_op on torch parameters (float32), from torch primitives."""
-
-  def __init__(self, named_parameters, learning_rate, train_steps, warmup_steps,
-               min_lr_ratio, weight_decay, adam_epsilon, clip, lr_layer_decay_rate=1.0):
-    self.params = [(released_name(n), p) for n, p in named_parameters]
-    self.learning_rate, self.train_steps, self.warmup_steps = (learning_rate, train_steps,
-                                                               warmup_steps)
-    self.min_lr_ratio, self.weight_decay = min_lr_ratio, weight_decay
-    self.adam_epsilon, self.clip, self.rate = adam_epsilon, clip, lr_layer_decay_rate
-    self.state = {}
-    self.step = 0
-    self.norms = []
-
-  def learning_rate_now(self):
-    s, w, total = self.step, self.warmup_steps, self.train_steps
-    if s < w:
-      return s / w * self.learning_rate
-    end = self.learning_rate * self.min_lr_ratio
-    return (self.learning_rate - end) * (1 - min(s - w, total - w) / (total - w)) + end
-
-  @torch.no_grad()
-  def apply(self):
-    used = [(name, p) for name, p in self.params if p.grad is not None]   # as TF1: no grad,
-    norm = torch.sqrt(sum(torch.sum(p.grad ** 2) for _, p in used))      # no update
-    self.norms.append(float(norm))
-    factor = self.clip / torch.maximum(norm, torch.tensor(self.clip))
-    n_layer = 1 + max(int(m.group(1)) for name, _ in used
-                      for m in [re.search(r"model/transformer/layer_(\d+)/", name)] if m)
-    lr = self.learning_rate_now()
-    t = self.step + 1
-    for name, p in used:
-      g = p.grad * factor
-      layer = re.search(r"model/transformer/layer_(\d+)/", name)
-      if layer and self.rate != 1.0:
-        g = g * self.rate ** (n_layer - 1 - int(layer.group(1)))
-      m, v = self.state.setdefault(id(p), (torch.zeros_like(p), torch.zeros_like(p)))
-      m.mul_(BETA_1).add_(g, alpha=1 - BETA_1)
-      v.mul_(BETA_2).addcmul_(g, g, value=1 - BETA_2)
-      if self.weight_decay == 0:
-        lr_t = lr * np.sqrt(1 - BETA_2 ** t) / (1 - BETA_1 ** t)
-        p.sub_(lr_t * m / (torch.sqrt(v) + self.adam_epsilon))
-      else:
-        update = m / (torch.sqrt(v) + self.adam_epsilon)
-        if released_decays(name):
-          update = update + self.weight_decay * p
-        p.sub_(lr * update)
-      p.grad = None
-    self.step += 1
 
 
 def _moderate_weights(model):
@@ -188,26 +101,9 @@ def test_pretraining_matches_huggingface_step_by_step(pretraining_records, tmp_p
   optimizer = ReleasedOptimizer(
       hf_model.named_parameters(), options.learning_rate, options.train_steps,
       options.warmup_steps, options.min_lr_ratio, options.weight_decay, options.adam_epsilon,
-      options.clip_norm)
-  mems = [torch.zeros(config.mem_len, rows, config.d_model) for _ in range(config.n_layer)]
-  hf_losses = []
-  for batch in batches:
-    keep = torch.as_tensor(batch["stream_step"] > 0, dtype=torch.float32)[None, :, None]
-    tensor = lambda k, dtype=torch.float32: torch.as_tensor(batch[k], dtype=dtype)
-    out = hf_model(input_ids=tensor("input_ids", torch.long),
-                   token_type_ids=tensor("segment_ids", torch.long),
-                   input_mask=tensor("input_mask"), perm_mask=tensor("perm_mask"),
-                   target_mapping=tensor("target_mapping"), mems=[m * keep for m in mems],
-                   use_mems=True, return_dict=True)
-    target_mask = tensor("target_mask")
-    per_target = torch.nn.functional.cross_entropy(
-        out.logits.reshape(-1, out.logits.shape[-1]), tensor("target", torch.long).reshape(-1),
-        reduction="none").reshape(target_mask.shape)
-    loss = torch.sum(per_target * target_mask) / torch.sum(target_mask)
-    loss.backward()
-    optimizer.apply()
-    mems = [m.detach() for m in out.mems]
-    hf_losses.append(float(loss.detach()))
+      options.clip_norm, bias_correction=False)
+  hf_steps = PretrainingSteps(hf_model, optimizer, config.mem_len, rows)
+  hf_losses = [hf_steps.step(batch) for batch in batches]
 
   loss_errors = [abs(a - b) / max(1.0, abs(b)) for a, b in zip(summary["losses"], hf_losses)]
   ours = {name: v.numpy() for name, v in released_names.released_variables(
@@ -289,7 +185,7 @@ def test_classifier_matches_huggingface_step_by_step(spiece_model, tmp_path, wei
   reference = ReleasedOptimizer(
       hf_model.named_parameters(), options.learning_rate, options.train_steps,
       options.warmup_steps, options.min_lr_ratio, weight_decay, options.adam_epsilon,
-      options.clip_norm, lr_layer_decay_rate)
+      options.clip_norm, lr_layer_decay_rate, bias_correction=weight_decay == 0)
   hf_losses = []
   for batch in batches:
     logits = hf_model(input_ids=torch.as_tensor(batch["input_ids"], dtype=torch.long),
