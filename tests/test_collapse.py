@@ -28,9 +28,10 @@ COLLAPSING = ("task.optimization.learning_rate=1e-9,trainer.train_steps=8,"
 RESTARTING = ("task.optimization.learning_rate=3e-5,trainer.train_steps=10,"
               "trainer.steps_per_loop=2,trainer.checkpoint_interval=2,"
               "task.optimization.collapse_check_steps=4,task.optimization.restarts=1")
-CAUSES = ("likely causes: a learning rate too small for the pretrained weights (try 2-5x), a "
-          "pretrained model that did not learn (compare its pretraining loss with the "
-          "unigram entropy), too few steps or warmup, labels the text does not predict; ")
+CAUSES = ("likely causes: a pretrained model that learnt no context (its held-out "
+          "pretraining loss near the unigram entropy of its targets: docs/small-models.md), "
+          "a learning rate too small or too large, too few steps, labels the text does not "
+          "predict; ")
 
 
 def _params(spiece_model, cache_dir, override):

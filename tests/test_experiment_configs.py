@@ -19,7 +19,7 @@ EXPERIMENT_OF_PREFIX = {"classification": experiments.CLASSIFICATION,
                         "pretraining": experiments.PRETRAINING,
                         "squad": experiments.SQUAD, "race": experiments.RACE,
                         "tagging": experiments.TAGGING}
-SIZES = {"base": (12, 768), "large": (24, 1024)}
+SIZES = {"base": (12, 768), "large": (24, 1024), "small": (2, 128)}
 
 
 def _stand_in_checkpoint(path, size):

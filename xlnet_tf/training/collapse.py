@@ -83,10 +83,10 @@ def warning_line(loss: float, step: int, reference: Dict[str, Any], restarts: in
     then = "--restarts=N retries with the next seed"
   return (f"fine-tuning collapsed: training loss {loss:.3f} at step {step} has not left "
           f"{reference['name']} {reference['loss']:.3f} ({reference['note']}); likely "
-          f"causes: a learning rate too small for the pretrained weights (try 2-5x), a "
-          f"pretrained model that did not learn (compare its pretraining loss with the "
-          f"unigram entropy), too few steps or warmup, labels the text does not predict; "
-          f"{then}")
+          f"causes: a pretrained model that learnt no context (its held-out pretraining "
+          f"loss near the unigram entropy of its targets: docs/small-models.md), a "
+          f"learning rate too small or too large, too few steps, labels the text does not "
+          f"predict; {then}")
 
 
 class Watch:
