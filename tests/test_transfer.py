@@ -20,9 +20,34 @@ learned the task (more than 15 points above the majority class), and the pretrai
 weights fine-tune at least as well as random ones within 2 points.
 """
 
+import glob
+import os
+import re
+
 import pytest
 
 from experiments import demo_pipeline
+
+
+def test_the_speeches_corpus_holds_out_every_tenth_speech_one_sentence_per_line(tmp_path):
+  settings = demo_pipeline.DemoSettings(corpus="sotu")
+  summary = demo_pipeline.run_all(str(tmp_path), settings, stages=("corpus",),
+                                  report=lambda line: None)["corpus"]
+  speeches = sorted(os.path.basename(p) for p in glob.glob(demo_pipeline.SOTU_GLOB))
+  assert len(speeches) == 123
+  pretraining = sorted(os.path.basename(p)
+                       for p in glob.glob(demo_pipeline.corpus_glob(str(tmp_path))))
+  held_out = sorted(os.path.basename(p)
+                    for p in glob.glob(demo_pipeline.held_out_glob(str(tmp_path))))
+  assert held_out == speeches[5::10] and len(held_out) == 12
+  assert sorted(pretraining + held_out) == speeches
+  assert (summary["words"], summary["held_out_words"]) == (775668, 115147), summary
+  with open(os.path.join(tmp_path, "corpus", "2021_joseph_r_biden_d.txt")) as f:
+    lines = f.read().splitlines()
+  assert len(lines) > 300 and max(len(line) for line in lines) < 2000
+  assert all(re.match(r'["A-Z]', line) for line in lines[1:])   # split where one begins
+  with pytest.raises(ValueError, match="corpus must be one of"):
+    demo_pipeline.DemoSettings(corpus="speeches")
 
 
 @pytest.mark.slow
