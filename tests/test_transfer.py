@@ -1,5 +1,6 @@
 """Pretraining and fine-tuning from it (issue 28): the speeches corpus of the transfer runner
-(experiments/transfer.py); a pretrained start that must not collapse, at tiny size (slow);
+(experiments/transfer.py) and its results table; a pretrained start that must not collapse,
+at tiny size (slow);
 and the pipeline at its demo size, pretrained against random weights on the held-out
 movie-review sentences (slow, ~3 min).
 
@@ -74,6 +75,37 @@ def test_pretrained_fine_tunes_as_well_as_random_init_on_held_out_sentiment(tmp_
   assert random_init["held_out"] > majority + 0.15      # a fair baseline that learned
   assert pretrained["held_out"] > majority + 0.15
   assert pretrained["held_out"] > random_init["held_out"] - 0.02, finetune["runs"]
+
+
+def _run(start, recipe, lr, seed, held_out, final_loss):
+  return {"start": start, "recipe": recipe, "lr": lr, "seed": seed, "held_out": held_out,
+          "held_out_majority": 0.5, "final_loss": final_loss,
+          "collapsed": transfer.collapsed({"held_out": held_out, "held_out_majority": 0.5,
+                                           "final_loss": final_loss})}
+
+
+def test_the_transfer_table_marks_collapsed_runs_and_the_requirement():
+  assert transfer.collapsed({"held_out": 0.70, "held_out_majority": 0.5, "final_loss": 0.68})
+  assert transfer.collapsed({"held_out": 0.505, "held_out_majority": 0.5, "final_loss": 0.4})
+  assert not transfer.collapsed({"held_out": 0.70, "held_out_majority": 0.5,
+                                 "final_loss": 0.4})
+  pretrained = {"small": {"final_loss": 5.0, "held_out": {"loss": 5.2, "unigram_entropy": 6.0,
+                                                          "ratio": 5.2 / 6.0}},
+                "released": {"final_loss": 6.1, "held_out": {"loss": 6.2,
+                                                             "unigram_entropy": 6.0,
+                                                             "ratio": 6.2 / 6.0}}}
+  runs = [_run("pretrained-small", "small", 1e-3, 0, 0.75, 0.40),
+          _run("pretrained-small", "small", 1e-3, 1, 0.73, 0.42),
+          _run("pretrained-released", "released", 1e-3, 0, 0.50, 0.693),
+          _run("pretrained-released", "released", 1e-3, 1, 0.74, 0.45),
+          _run("random_init", None, 1e-3, 0, 0.74, 0.45),
+          _run("random_init", None, 1e-3, 1, 0.73, 0.46)]
+  table = "\n".join(transfer.results_table(pretrained, runs))
+  assert "| small | 5.200 | 6.000 | 0.867 | 5.000 |" in table, table
+  assert "| small | 0.001 | 74.0 [73.0, 75.0] | 73.5 [73.0, 74.0] | +0.5 | 0/2, 0/2 | yes |" \
+      in table, table
+  assert "| released | 0.001 | 62.0 [50.0, 74.0] | 73.5 [73.0, 74.0] | -11.5 | 1/2, 0/2 | NO |" \
+      in table, table
 
 
 # A tiny model (1 x 32) pretrained 300 steps with a short warmup and a large learning rate
