@@ -1,8 +1,7 @@
 """Pretraining and fine-tuning from it (issue 28): the speeches corpus of the transfer runner
 (experiments/transfer.py) and its results table; a pretrained start that must not collapse,
-at tiny size (slow);
-and the pipeline at its demo size, pretrained against random weights on the held-out
-movie-review sentences (slow, ~3 min).
+at tiny size (slow); and the pipeline at its demo size, pretrained against random weights
+on the held-out movie-review sentences (slow, ~3 min).
 
 The run is the demo's pipeline (experiments/demo_pipeline.py) at its demo size:
 SentencePiece and pretraining records from the shuffled TRAIN-split review sentences,
