@@ -107,10 +107,9 @@ def test_the_transfer_table_marks_collapsed_runs_and_the_requirement():
       in table, table
 
 
-# A tiny model (1 x 32) pretrained 300 steps with a short warmup and a large learning rate
-# (the smallest of 1e-3, 3e-3, 1e-2 at which the released recipe collapses at this size),
-# then fine-tuned 200 steps on 2,000 labelled sentences, from it and from random weights.
-TINY_TRANSFER = dict(pretrain_steps=300, pretrain_warmup=10, pretrain_lr=1e-2,
+# A tiny model (1 x 32) pretrained 600 steps at lr 3e-3 with 10 warmup steps, then fine-tuned
+# 200 steps on 2,000 labelled sentences, from it and from random weights.
+TINY_TRANSFER = dict(pretrain_steps=600, pretrain_warmup=10, pretrain_lr=3e-3,
                      finetune_steps=200, finetune_lr=2e-3, train_examples=2000)
 
 
@@ -118,15 +117,17 @@ TINY_TRANSFER = dict(pretrain_steps=300, pretrain_warmup=10, pretrain_lr=1e-2,
 def test_a_pretrained_start_does_not_collapse_at_tiny_size(tmp_path):
   """Issue 28's failure, at tiny size: pretrained with the released optimizer (Adam
   uncorrected: early updates ~3x the learning rate) at these settings, the start
-  fine-tunes to the majority class (measured, seed 0: loss 0.693 = ln 2, held-out 50.0%,
-  majority 50.0%; random weights 68.0%); with the small-model recipe (bias correction) it
-  learns the task (loss 0.611, 63.2%). 300 steps of a 1 x 32 model learn no context
-  (pretraining loss 5.66 with either recipe), so there is no gain to claim, and at this
-  learning rate pretraining costs a few points (-4.8; at pretraining lr 1e-3 -2.0, 3e-3
-  -1.7, but there the released recipe does not collapse either: 60.9%, 60.6%). Asked:
-  fine-tuning's loss leaves ln 2, held-out accuracy is 8 points above the majority class
-  (measured 13), and the pretrained start is within 8 points of random weights (a collapse
-  costs 18)."""
+  fine-tunes to the majority class (measured, fine-tuning seeds 0 and 1: loss 0.688, 0.690
+  vs ln 2 = 0.693; held-out 54.5%, 53.6%, majority 50.0%); with the small-model recipe (bias
+  correction) it learns the task (loss 0.559, 0.566; 64.2%, 65.0%; random weights 68.0%,
+  67.2%). A tiny model learns no context in 600 steps (pretraining loss 5.6 with either
+  recipe), so there is no gain to claim: the test asks that the start is not broken.
+  Fine-tuning's loss leaves ln 2 (< 0.97 ln 2), held-out accuracy is 8 points above the
+  majority class (measured 14-15; collapsed 4-5) and the pretrained start is within 6
+  points of random weights (measured -3.8, -2.2; collapsed -13.5). Shorter or hotter
+  pretraining separates the recipes less well: 300 steps at 1e-3 or 3e-3, the released
+  recipe does not collapse (60.9%, 60.6%); at 5e-3 or 1e-2 it does, but the corrected
+  recipe's start then fine-tunes to 59-63% with seed 1's loss 0.659, near the line."""
   base = demo_pipeline.DemoSettings.for_size("tiny", **TINY_TRANSFER)
   pretrained, runs = transfer.run_matrix(str(tmp_path), base, ["small"],
                                          [TINY_TRANSFER["finetune_lr"]], [0],
@@ -142,5 +143,5 @@ def test_a_pretrained_start_does_not_collapse_at_tiny_size(tmp_path):
       f"the pretrained start collapsed: fine-tuning loss {start['final_loss']:.3f} >= 0.97 ln 2"
   assert start["held_out"] > start["held_out_majority"] + 0.08, \
       f"held-out {start['held_out']:.1%}: near the majority class"
-  assert start["held_out"] >= random_init["held_out"] - 0.08, runs
+  assert start["held_out"] >= random_init["held_out"] - 0.06, runs
   assert not start["collapsed"]
