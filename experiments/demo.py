@@ -23,7 +23,8 @@ from absl import logging  # noqa: E402
 from experiments import demo_pipeline  # noqa: E402
 
 _WORK_DIR = flags.DEFINE_string("work_dir", "runs/demo", "Where every stage writes.")
-_SIZE = flags.DEFINE_enum("size", "demo", ["demo", "tiny"], "Preset sizes.")
+_SIZE = flags.DEFINE_enum("size", "demo", ["demo", "small", "tiny"], "Preset sizes "
+                          "(DemoSettings.for_size).")
 _FORCE = flags.DEFINE_bool("force", False, "Redo every stage, even those already done.")
 _PRETRAIN_STEPS = flags.DEFINE_integer("pretrain_steps", None, "Override the preset.")
 _FINETUNE_STEPS = flags.DEFINE_integer("finetune_steps", None, "Override the preset.")

@@ -1,10 +1,14 @@
 """The demo's stages, from bundled text to a served SavedModel, each reusable when done.
 
   corpus    the TRAIN split of the bundled movie-review sentences, shuffled (optionally
-            with the bundled Moby-Dick chapters)
+            with the bundled Moby-Dick chapters); or (corpus "sotu") the bundled State of
+            the Union speeches, one sentence per line, every tenth speech held out
   spiece    SentencePiece on that corpus
-  records   pretraining TFRecords (data_prep.pipeline)
-  pretrain  a small XLNet: the xlnet/pretraining experiment (xlnet_tf.tasks.train_lib)
+  records   pretraining TFRecords (data_prep.pipeline); and held-out records (1 pass) of
+            the held-out speeches
+  pretrain  a small XLNet: the xlnet/pretraining experiment (xlnet_tf.tasks.train_lib);
+            with held-out records, its held-out loss against the unigram entropy of the
+            held-out targets (the loss of the best model that ignores the context)
   finetune  sentiment classification from the pretrained weights (and, for comparison,
             from a random start): the xlnet/classification experiment; accuracy on the
             held-out dev and test splits
@@ -21,10 +25,12 @@ sentences reaches SentencePiece or pretraining.
   >>> summaries = run_all("/tmp/demo", settings)          # {stage: summary dict}
 """
 
+import collections
 import dataclasses
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,12 +48,22 @@ from official.core import exp_factory
 from official.core import task_factory
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import classifier_tasks
+from xlnet_tf.data import pretrain_reader
+from xlnet_tf.data import pretrain_records
 from xlnet_tf.data import sample_data
 from xlnet_tf.serving import export
 from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import train_lib
 
 MOBY_DICK_GLOB = sample_data.path("moby_dick", "chapter_*.txt")
+SOTU_GLOB = sample_data.path("sotu", "*.txt")
+CORPORA = ("reviews", "sotu")
+# corpus "sotu": the speeches in file-name order whose index is HELD_OUT_REMAINDER mod
+# HELD_OUT_EVERY are held out (12 of 123, ~115k words; 111 speeches, ~776k words, left).
+HELD_OUT_EVERY, HELD_OUT_REMAINDER = 10, 5
+HELD_OUT_DIR = "heldout"            # under WORK_DIR/corpus and WORK_DIR/records
+# A speech is one line; SentencePiece skips overlong lines, so one sentence per line.
+SENTENCE_END = re.compile(r'(?<=[.?!])\s+(?=["A-Z])')
 # Run as a script (it imports nothing of xlnet_tf); beside this module, in a checkout and in
 # an installed wheel alike.
 CLASSIFY_TEXT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "classify_text.py")
@@ -68,7 +84,9 @@ class DemoSettings:
   """Sizes of every stage (`for_size` has the presets)."""
   # The pretraining text: the train-split review sentences (shuffled), and Moby-Dick too
   # with include_moby_dick (at this compute budget the out-of-domain novel dilutes
-  # pretraining: fine-tuning gains less from it; see experiments/README.md).
+  # pretraining: fine-tuning gains less from it; see experiments/README.md). Or (corpus
+  # "sotu") the State of the Union speeches, out of domain, with held-out speeches.
+  corpus: str = "reviews"
   include_moby_dick: bool = False
   # SentencePiece and records
   vocab_size: int = 4000
@@ -109,11 +127,26 @@ class DemoSettings:
   finetune_seeds: Tuple[int, ...] = (0,)
   seed: int = 0                    # of the corpus order, the records and pretraining
 
+  def __post_init__(self):
+    if self.corpus not in CORPORA:
+      raise ValueError(f"corpus must be one of {list(CORPORA)}, got {self.corpus!r}")
+    if self.include_moby_dick and self.corpus != "reviews":
+      raise ValueError(f"include_moby_dick adds Moby-Dick to the corpus 'reviews', not to "
+                       f"{self.corpus!r}")
+
   @classmethod
   def for_size(cls, size: str, **overrides) -> "DemoSettings":
-    """'demo' (about 15 minutes on 2 cores) or 'tiny' (CI smoke test, about a minute)."""
+    """'demo' (about 15 minutes on 2 cores), 'small' (the small-model recipe of
+    experiments/configs/pretraining_small.yaml, issue 28) or 'tiny' (CI smoke test, about a
+    minute)."""
     presets = {
         "demo": {},
+        "small": dict(n_layer=2, d_model=128, n_head=2, d_inner=256, mem_len=64,
+                      seq_len=128, reuse_len=64, bsz=8, num_predict=21, perm_size=64,
+                      num_passes=4, pretrain_steps=2000, pretrain_lr=1e-3,
+                      pretrain_warmup=100, pretrain_adam_bias_correction="always",
+                      max_seq_length=64, finetune_batch=32, finetune_steps=400,
+                      summary_type="last"),
         "tiny": dict(vocab_size=1000, pretrain_steps=20, pretrain_warmup=2, n_layer=1,
                      d_model=32, n_head=2, d_inner=64, num_passes=1, finetune_steps=20,
                      train_examples=256, compare_random_init=False),
@@ -137,7 +170,7 @@ class DemoSettings:
 
 # Which settings each stage depends on (besides the stages before it).
 _STAGE_FIELDS = {
-    "corpus": ("include_moby_dick", "seed"),
+    "corpus": ("corpus", "include_moby_dick", "seed"),
     "spiece": ("vocab_size",),
     "records": ("seq_len", "reuse_len", "bsz", "num_predict", "perm_size", "mask_alpha",
                 "max_span", "bi_data", "num_passes"),
@@ -166,8 +199,40 @@ def _write_json_atomic(path: str, values: Dict[str, Any]) -> None:
 # ---- the stages ------------------------------------------------------------------------------
 # Each takes (work_dir, settings) and returns its summary (JSON-serialisable).
 
+def split_sentences(text: str) -> List[str]:
+  """One speech (one line) as its sentences."""
+  return SENTENCE_END.split(text.strip())
+
+
+def make_sotu_corpus(work_dir: str) -> Dict[str, Any]:
+  """The State of the Union speeches, one sentence per line, in WORK_DIR/corpus (pretraining)
+  and WORK_DIR/corpus/heldout (every HELD_OUT_EVERY-th speech)."""
+  out = stage_dir(work_dir, "corpus")
+  heldout = os.path.join(out, HELD_OUT_DIR)
+  os.makedirs(heldout)
+  speeches = sorted(glob.glob(SOTU_GLOB))
+  if not speeches:
+    raise FileNotFoundError(f"{SOTU_GLOB}: the bundled corpus is missing")
+  words = {"pretraining": 0, "held_out": 0}
+  for index, path in enumerate(speeches):
+    held = index % HELD_OUT_EVERY == HELD_OUT_REMAINDER
+    with open(path, encoding="utf-8") as f:
+      text = f.read()
+    with open(os.path.join(heldout if held else out, os.path.basename(path)), "w",
+              encoding="utf-8") as f:
+      f.write("\n".join(split_sentences(text)) + "\n")
+    words["held_out" if held else "pretraining"] += len(text.split())
+  files = sorted(glob.glob(corpus_glob(work_dir)))
+  return {"files": len(files), "bytes": sum(os.path.getsize(p) for p in files),
+          "words": words["pretraining"], "held_out_files": len(speeches) - len(files),
+          "held_out_words": words["held_out"]}
+
+
 def make_corpus(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
-  """Writes the pretraining text: the train-split review sentences (+ Moby-Dick)."""
+  """Writes the pretraining text: the train-split review sentences (+ Moby-Dick), or the
+  speeches (`make_sotu_corpus`)."""
+  if settings.corpus == "sotu":
+    return make_sotu_corpus(work_dir)
   out = stage_dir(work_dir, "corpus")
   if settings.include_moby_dick:
     chapters = sorted(glob.glob(MOBY_DICK_GLOB))
@@ -190,6 +255,16 @@ def corpus_glob(work_dir: str) -> str:
   return os.path.join(stage_dir(work_dir, "corpus"), "*.txt")
 
 
+def held_out_glob(work_dir: str) -> Optional[str]:
+  """The held-out text of the corpus stage, or None when it holds nothing out."""
+  directory = os.path.join(stage_dir(work_dir, "corpus"), HELD_OUT_DIR)
+  return os.path.join(directory, "*.txt") if os.path.isdir(directory) else None
+
+
+def held_out_records(work_dir: str) -> str:
+  return os.path.join(stage_dir(work_dir, "records"), HELD_OUT_DIR)
+
+
 def spiece_path(work_dir: str) -> str:
   return os.path.join(stage_dir(work_dir, "spiece"), "spiece.model")
 
@@ -202,6 +277,8 @@ def train_spiece(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
 
 
 def make_records(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
+  """The pretraining records; with held-out text, its records too (the same settings, one
+  pass)."""
   data = pipeline.DataSettings(rows=settings.row_settings(), input_format="document_per_file",
                                num_passes=settings.num_passes, seed=settings.seed,
                                chunk_bytes=1 << 20)
@@ -209,8 +286,17 @@ def make_records(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
   manifest = pipeline.create(data, [corpus_glob(work_dir)], spiece_path(work_dir), out,
                              num_workers=settings.data_workers)
   counts = manifest["counts"]
-  return {"data": out, "tokens": counts["tokens"], "examples": counts["examples"],
-          "steps": counts["steps"], "shards": counts["shards"]}
+  summary = {"data": out, "tokens": counts["tokens"], "examples": counts["examples"],
+             "steps": counts["steps"], "shards": counts["shards"]}
+  heldout = held_out_glob(work_dir)
+  if heldout:
+    manifest = pipeline.create(dataclasses.replace(data, num_passes=1), [heldout],
+                               spiece_path(work_dir), held_out_records(work_dir),
+                               num_workers=settings.data_workers)
+    summary["held_out"] = {"data": held_out_records(work_dir),
+                           "tokens": manifest["counts"]["tokens"],
+                           "steps": manifest["counts"]["steps"]}
+  return summary
 
 
 def _model_override(settings: DemoSettings) -> Dict[str, Any]:
@@ -220,15 +306,32 @@ def _model_override(settings: DemoSettings) -> Dict[str, Any]:
           "dropout": settings.dropout, "dropatt": settings.dropout}
 
 
+def target_unigram_entropy(records_dir: str, objective: str) -> float:
+  """Entropy (nats) of the target tokens' own distribution over one pass of the records:
+  the loss of the best model that ignores the context."""
+  manifest = pretrain_records.load_manifest(records_dir)
+  counts = collections.Counter()
+  for batch in pretrain_reader.pretrain_dataset(
+      records_dir, manifest["settings"]["bsz_per_host"], shuffle_shards=False,
+      repeat=False, manifest=manifest, objective=objective):
+    counts.update(batch["target"].numpy()[batch["target_mask"].numpy() > 0].tolist())
+  p = np.array(list(counts.values()), float) / sum(counts.values())
+  return float(-(p * np.log(p)).sum())
+
+
 def pretrain(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
   """The xlnet/pretraining experiment on the records (`tasks.train_lib`); the pretrained
-  model directory is WORK_DIR/pretrain/final."""
+  model directory is WORK_DIR/pretrain/final. With held-out records, the held-out loss
+  after the last step (every held-out batch) against the targets' unigram entropy."""
   out = stage_dir(work_dir, "pretrain")
+  heldout = held_out_records(work_dir)
+  evaluates = os.path.isdir(heldout)
   params = exp_factory.get_exp_config(experiments.PRETRAINING)
   params.override({
       "task": {"model": {**_model_override(settings), "mem_len": settings.mem_len},
                "train_data": {"input_path": os.path.join(stage_dir(work_dir, "records"),
                                                          "data")},
+               "validation_data": {"input_path": heldout if evaluates else ""},
                "optimization": {"learning_rate": settings.pretrain_lr, "seed": settings.seed,
                                 "warmup_steps": min(settings.pretrain_warmup,
                                                     settings.pretrain_steps // 10),
@@ -237,12 +340,21 @@ def pretrain(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
                                     settings.pretrain_adam_bias_correction}},
       "trainer": {"train_steps": settings.pretrain_steps,
                   "steps_per_loop": max(1, min(250, settings.pretrain_steps // 4)),
-                  "checkpoint_interval": settings.pretrain_steps}})
-  result = train_lib.run(params, "train", out)["train"]
-  return {"model_dir": os.path.join(out, train_lib.FINAL_DIR), "steps": result["step"],
-          "first_loss": result["losses"][0] if result["losses"] else None,
-          "final_loss": result["losses"][-1] if result["losses"] else None,
-          "tokens_seen": result["step"] * settings.bsz * settings.seq_len}
+                  "checkpoint_interval": settings.pretrain_steps,
+                  "validation_interval": settings.pretrain_steps,
+                  "validation_steps": -1}})
+  ran = train_lib.run(params, "train_and_eval" if evaluates else "train", out)
+  result = ran["train"]
+  summary = {"model_dir": os.path.join(out, train_lib.FINAL_DIR), "steps": result["step"],
+             "first_loss": result["losses"][0] if result["losses"] else None,
+             "final_loss": result["losses"][-1] if result["losses"] else None,
+             "tokens_seen": result["step"] * settings.bsz * settings.seq_len}
+  if evaluates:
+    entropy = target_unigram_entropy(heldout, settings.objective)
+    loss = float(ran["eval"]["loss"])
+    summary["held_out"] = {"loss": loss, "unigram_entropy": entropy,
+                           "ratio": loss / entropy, "targets": ran["eval"]["num_targets"]}
+  return summary
 
 
 def finetune_once(work_dir: str, settings: DemoSettings, init_checkpoint: Optional[str],
@@ -274,6 +386,7 @@ def finetune_once(work_dir: str, settings: DemoSettings, init_checkpoint: Option
   model = task.load_model_dir(final)
   result = {"final_loss": trained["losses"][-1] if trained["losses"] else None}
   correct = total = 0
+  held_out_labels = []
   for split in ("dev", "test"):
     metrics = task.evaluate(model, params.task.validation_data.replace(split=split))
     labels = np.array([task.spec.labels.index(e.label)
@@ -282,7 +395,10 @@ def finetune_once(work_dir: str, settings: DemoSettings, init_checkpoint: Option
     result[f"{split}_majority"] = float(max(labels.mean(), 1 - labels.mean()))
     correct += metrics["accuracy"] * metrics["num_examples"]
     total += metrics["num_examples"]
+    held_out_labels.append(labels)
   result["held_out"] = correct / total
+  labels = np.concatenate(held_out_labels)
+  result["held_out_majority"] = float(max(labels.mean(), 1 - labels.mean()))
   return final, result
 
 
@@ -307,7 +423,7 @@ def finetune(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
         shutil.copytree(model_dir, final)
   summary = {"model_dir": final, "steps": settings.finetune_steps,
              "train_examples": settings.train_examples or None, "runs": runs,
-             "majority": {k: runs[0][f"{k}_majority"] for k in ("dev", "test")}}
+             "majority": {k: runs[0][f"{k}_majority"] for k in ("dev", "test", "held_out")}}
   for name, _ in inits:
     mine = [r for r in runs if r["init"] == name]
     summary[name] = {key: float(np.mean([r[key] for r in mine]))
@@ -401,9 +517,12 @@ def summary_table(summaries: Dict[str, Dict]) -> List[str]:
 
   rows = []
   for stage, s in summaries.items():
-    if stage == "corpus":
+    if stage == "corpus" and "review_sentences" in s:
       what = f"{s['files']} files, {s['bytes'] / 1e6:.2f} MB ({s['review_sentences']} " \
              f"review sentences)"
+    elif stage == "corpus":
+      what = f"{s['files']} files, {s['bytes'] / 1e6:.2f} MB ({s['words']:,} words; held " \
+             f"out {s['held_out_files']} files, {s['held_out_words']:,} words)"
     elif stage == "spiece":
       what = f"vocabulary {s['vocab_size']}"
     elif stage == "records":
@@ -411,6 +530,10 @@ def summary_table(summaries: Dict[str, Dict]) -> List[str]:
     elif stage == "pretrain":
       what = f"{s['steps']} steps, loss {fmt_loss(s['first_loss'])} -> " \
              f"{fmt_loss(s['final_loss'])}"
+      if "held_out" in s:
+        h = s["held_out"]
+        what += f"; held-out loss {h['loss']:.3f} = {h['ratio']:.2f} x the targets' " \
+                f"unigram entropy {h['unigram_entropy']:.3f}"
     elif stage == "finetune":
       a, seeds = s["accuracy"], len(s["runs"]) // (2 if "pretrained" in s and
                                                    "random_init" in s else 1)

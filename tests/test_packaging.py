@@ -494,6 +494,7 @@ print(json.dumps({
                                                  classifier_tasks.MOVIE_REVIEWS_FILE)),
     "brown": len(brown.document_names(brown.BROWN_DIR)),
     "moby_dick": len(glob.glob(sample_data.path("moby_dick", "chapter_*.txt"))),
+    "sotu": len(glob.glob(sample_data.path("sotu", "*.txt"))),
     # squad_demo.yaml's train_file / predict_file
     "squad": sample_data.resolve("sample_data:qa/squad.json"),
     "configs": sorted(os.listdir(os.path.join(os.path.dirname(experiments.__file__),
@@ -526,6 +527,8 @@ def test_the_wheel_installs_and_its_commands_run_outside_the_checkout(tmp_path):
                    "data_prep/sample_data/sentiment/movieReviewSnippets_GroundTruth.txt",
                    "data_prep/sample_data/brown/cats.txt",
                    "data_prep/sample_data/moby_dick/chapter_1.txt",
+                   "data_prep/sample_data/sotu/2021_joseph_r_biden_d.txt",
+                   "data_prep/sample_data/sotu/LICENSE",
                    "experiments/configs/classification_demo.yaml"):
     assert expected in names, expected
   assert not any(n.startswith("tests/") for n in names)
@@ -557,6 +560,7 @@ def test_the_wheel_installs_and_its_commands_run_outside_the_checkout(tmp_path):
   assert not any(p in (ROOT, os.path.join(ROOT, "tests")) for p in installed["sys_path"])
   assert installed["movie_reviews"] and installed["brown"] == 30
   assert installed["moby_dick"] == 135, installed["moby_dick"]
+  assert installed["sotu"] == 123, installed["sotu"]
   assert installed["squad"].startswith(site_packages + os.sep), installed["squad"]
   assert os.path.isfile(installed["squad"]), installed["squad"]
   assert {"classification_demo.yaml", "squad_demo.yaml"} <= set(installed["configs"])
