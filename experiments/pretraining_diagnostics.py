@@ -79,19 +79,6 @@ from xlnet_tf.training import run_directory  # noqa: E402
 from xlnet_tf.training.pretrain_trainer import MODEL_INPUTS, pretraining_loss  # noqa: E402
 from xlnet_tf.training.pretraining import check_vocabulary  # noqa: E402
 
-_MODEL_DIR = flags.DEFINE_string("model_dir", None, "The pretraining run's model directory "
-                                 "(run_settings.json and ckpt-<step> checkpoints).")
-_RECORDS = flags.DEFINE_string("records", None, "Held-out pretraining records (a record "
-                               "directory of the run's layout).")
-_TRAIN_RECORDS = flags.DEFINE_string("train_records", None, "Training records of the run's "
-                                     "layout (for the gradient norms).")
-_CHECKPOINTS = flags.DEFINE_list("checkpoints", [], "Steps of the checkpoints to measure "
-                                 "(default: every ckpt-<step> in --model_dir).")
-_NUM_BATCHES = flags.DEFINE_integer("num_batches", 50, "Held-out batches per checkpoint.")
-_GRAD_BATCHES = flags.DEFINE_integer("grad_batches", 4, "Training batches for the gradient "
-                                     "norms.")
-_OUTPUT = flags.DEFINE_string("output", None, "The JSON file to write (every number).")
-
 STREAMS = ("content", "query")
 ATTENTION_MEASURES = ("entropy", "entropy_ratio", "sep", "cls", "self", "neighbours")
 _LAYER_PART = re.compile(r"transformer/layer_(\d+)/(rel_attn|ff)/(LayerNorm/)?")
@@ -507,17 +494,37 @@ def diagnose(model_dir: str, records: str, train_records: str, output: str,
   return report
 
 
+def define_flags() -> None:
+  """The command line's flags, defined when the module runs as a program (not on import:
+  experiments/plots.py, which tests import into the same process, has its own
+  --model_dir)."""
+  flags.DEFINE_string("model_dir", None, "The pretraining run's model directory "
+                      "(run_settings.json and ckpt-<step> checkpoints).")
+  flags.DEFINE_string("records", None, "Held-out pretraining records (a record directory "
+                      "of the run's layout).")
+  flags.DEFINE_string("train_records", None, "Training records of the run's layout (for "
+                      "the gradient norms).")
+  flags.DEFINE_list("checkpoints", [], "Steps of the checkpoints to measure (default: "
+                    "every ckpt-<step> in --model_dir).")
+  flags.DEFINE_integer("num_batches", 50, "Held-out batches per checkpoint.")
+  flags.DEFINE_integer("grad_batches", 4, "Training batches for the gradient norms.")
+  flags.DEFINE_string("output", None, "The JSON file to write (every number).")
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  options = flags.FLAGS
   try:
-    report = diagnose(_MODEL_DIR.value, _RECORDS.value, _TRAIN_RECORDS.value, _OUTPUT.value,
-                      _CHECKPOINTS.value, _NUM_BATCHES.value, _GRAD_BATCHES.value)
+    report = diagnose(options.model_dir, options.records, options.train_records,
+                      options.output, options.checkpoints, options.num_batches,
+                      options.grad_batches)
   except (ValueError, OSError) as e:
     raise SystemExit(f"pretraining_diagnostics: {e}") from None
   print(tables(report["checkpoints"]))
-  print(f"\nwrote {_OUTPUT.value}")
+  print(f"\nwrote {options.output}")
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)

@@ -3,8 +3,9 @@ computations, the JSON it writes, and the inputs it refuses before any work."""
 
 import json
 import os
+import subprocess
+import sys
 
-from absl.testing import flagsaver
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -16,6 +17,8 @@ from xlnet_tf.data.pretrain_records import load_manifest
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.training.pretraining import data_settings
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_span_split_on_a_hand_made_layout():
@@ -163,11 +166,13 @@ def test_another_layout_and_a_bad_model_dir_are_refused_before_any_work(
       f"reuse_len=16; the measures need records of the run's layout")
 
   missing = str(tmp_path / "nowhere")
-  with flagsaver.as_parsed(model_dir=missing, records=records, train_records=records,
-                          output=output, checkpoints="", num_batches="50", grad_batches="4"):
-    with pytest.raises(SystemExit) as stopped:
-      diag.main(["pretraining_diagnostics"])
-  assert str(stopped.value) == (
+  stopped = subprocess.run(
+      [sys.executable, "-m", "experiments.pretraining_diagnostics", f"--model_dir={missing}",
+       f"--records={records}", f"--train_records={records}", f"--output={output}"],
+      cwd=ROOT, capture_output=True, text=True, timeout=300,
+      env={**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"})
+  assert stopped.returncode == 1, stopped.stderr[-2000:]
+  assert stopped.stderr.strip().splitlines()[-1] == (
       f"pretraining_diagnostics: --model_dir {missing}: no such directory (expected the "
       f"model directory of a pretraining run of experiments.train)")
   not_a_run = tmp_path / "empty"
