@@ -38,10 +38,13 @@ from absl import logging  # noqa: E402
 import numpy as np  # noqa: E402
 
 from experiments import demo_pipeline  # noqa: E402
+from xlnet_tf.training import collapse  # noqa: E402
 
 # Pretraining's Adam bias correction per recipe.
 RECIPES = {"small": "always", "released": "released"}
-COLLAPSED_LOSS = 0.97 * math.log(2)     # a fine-tuning loss this high learnt nothing
+# A last fine-tuning loss this high learnt nothing (fine-tuning's own collapse check on
+# two balanced classes).
+COLLAPSED_LOSS = collapse.THRESHOLD * math.log(2)
 MAJORITY_MARGIN = 0.01                  # accuracy within 1 point of the majority class
 ALLOWED_LOSS = 0.01                     # pretrained may trail random init by 1 point
 

@@ -11,15 +11,17 @@ Held out: the dev and test splits together (2,100 sentences), which neither Sent
 nor pretraining ever saw.
 
 At this size pretraining's gain is smaller than the fine-tuning seeds' spread, so the test
-does not claim it. Measured with the released data recipe and optimiser (issue 16) and
-fine-tuning lr 1e-3, mean of seeds 0 and 1, pretrained vs random init: 75.0% vs 74.6%
-(seed 1 +1.0 points, seed 0 -0.3); on 2026-11-24 one clean-clone CI run 74.62% vs 74.64%
-(seed 0 -1.2, seed 1 +1.1; a run of the same code the same day passed "pretrained beats
-random"), and with 500 labelled sentences 62.6% vs 61.1% (seed 0 -1.2, seed 1 +4.1). The
-earlier recipe won by 1.2-1.6 points in every seed. What the test asserts holds with room:
-pretraining learned (its loss falls by more than 1.5 nats: 6.71 -> 4.86), both inits
-learned the task (more than 15 points above the majority class), and the pretrained
-weights fine-tune at least as well as random ones within 2 points.
+does not claim it; it claims what issue 28 asks: the pretrained start never collapses and
+never does worse than random weights by more than a point. Measured on 2026-11-26 with the
+small-model recipe (Adam with bias correction, docs/small-models.md) and fine-tuning lr
+1e-3: pretrained 74.7% / 75.8% (seeds 0 / 1), random init 74.9% / 74.4%, mean +0.6 points
+(at lr 5e-4: -0.6, at 2e-3: +0.2; experiments/README.md); pretraining loss 6.79 -> 5.04.
+With the released optimizer and 300 warmup steps it was 75.0% vs 74.6%, and one
+clean-clone CI run on 2026-11-24 gave 74.62% vs 74.64%. What the test asserts holds with
+room: pretraining learned (its loss falls by more than 1.5 nats), both inits learned the
+task (more than 15 points above the majority class, no run collapsed: last training loss
+below 0.97 ln 2), and the pretrained weights fine-tune at least as well as random ones
+within 1 point (means of the two seeds).
 """
 
 import glob
@@ -73,7 +75,9 @@ def test_pretrained_fine_tunes_as_well_as_random_init_on_held_out_sentiment(tmp_
   assert pretrain["final_loss"] < pretrain["first_loss"] - 1.5, pretrain
   assert random_init["held_out"] > majority + 0.15      # a fair baseline that learned
   assert pretrained["held_out"] > majority + 0.15
-  assert pretrained["held_out"] > random_init["held_out"] - 0.02, finetune["runs"]
+  assert pretrained["held_out"] > random_init["held_out"] - 0.01, finetune["runs"]
+  assert all(run["final_loss"] < transfer.COLLAPSED_LOSS for run in finetune["runs"]), (
+      finetune["runs"])
 
 
 def _run(start, recipe, lr, seed, held_out, final_loss):
