@@ -14,7 +14,7 @@ equal). The stages are experiments/demo_pipeline.py's.
   recipes   small: Adam with bias correction (the small-model recipe, docs/small-models.md);
             released: as released (no correction with weight decay)
 
-A run is "collapsed" when its last fine-tuning loss is >= 0.97 ln 2 (it learnt nothing
+A run is "collapsed" when its last fine-tuning loss is >= 0.98 ln 2 (it learnt nothing
 beyond the class prior) or its held-out accuracy is within 1 point of the majority class.
 The issue's requirement per recipe and learning rate: pretrained >= random init - 1 point
 (means over seeds) and no pretrained run collapsed.

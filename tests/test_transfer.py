@@ -20,7 +20,7 @@ With the released optimizer and 300 warmup steps it was 75.0% vs 74.6%, and one
 clean-clone CI run on 2026-11-24 gave 74.62% vs 74.64%. What the test asserts holds with
 room: pretraining learned (its loss falls by more than 1.5 nats), both inits learned the
 task (more than 15 points above the majority class, no run collapsed: last training loss
-below 0.97 ln 2), and the pretrained weights fine-tune at least as well as random ones
+below 0.98 ln 2), and the pretrained weights fine-tune at least as well as random ones
 within 1 point (means of the two seeds).
 """
 
@@ -126,7 +126,7 @@ def test_a_pretrained_start_does_not_collapse_at_tiny_size(tmp_path):
   correction) it learns the task (loss 0.559, 0.566; 64.2%, 65.0%; random weights 68.0%,
   67.2%). A tiny model learns no context in 600 steps (pretraining loss 5.6 with either
   recipe), so there is no gain to claim: the test asks that the start is not broken.
-  Fine-tuning's loss leaves ln 2 (< 0.97 ln 2), held-out accuracy is 8 points above the
+  Fine-tuning's loss leaves ln 2 (< 0.98 ln 2), held-out accuracy is 8 points above the
   majority class (measured 14-15; collapsed 4-5) and the pretrained start is within 6
   points of random weights (measured -3.8, -2.2; collapsed -13.5). Shorter or hotter
   pretraining separates the recipes less well: 300 steps at 1e-3 or 3e-3, the released
@@ -144,7 +144,7 @@ def test_a_pretrained_start_does_not_collapse_at_tiny_size(tmp_path):
         f"{random_init['final_loss']:.3f}, {random_init['held_out']:.1%}")
   assert start["start"] == "pretrained-small" and random_init["start"] == "random_init"
   assert start["final_loss"] < transfer.COLLAPSED_LOSS, \
-      f"the pretrained start collapsed: fine-tuning loss {start['final_loss']:.3f} >= 0.97 ln 2"
+      f"the pretrained start collapsed: fine-tuning loss {start['final_loss']:.3f} >= 0.98 ln 2"
   assert start["held_out"] > start["held_out_majority"] + 0.08, \
       f"held-out {start['held_out']:.1%}: near the majority class"
   assert start["held_out"] >= random_init["held_out"] - 0.06, runs
