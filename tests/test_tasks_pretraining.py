@@ -44,6 +44,10 @@ def test_every_pretraining_yaml_parses_and_builds_its_task(pretraining_records):
     if "large" in path:
       assert (config.n_layer, config.d_model, config.mem_len) == (24, 1024, 384)
       assert params.task.optimization.precision == "bfloat16"
+    elif "small" in path:                   # the small-model recipe (docs/small-models.md)
+      assert task.build_model().config.n_layer == 2
+      assert (config.d_model, config.mem_len) == (128, 64)
+      assert params.task.optimization.adam_bias_correction == "always"
     else:
       assert task.build_model().config.n_layer == 1
   assert exp_factory.get_exp_config(experiments.PRETRAINING).task.optimization.min_lr_ratio \
