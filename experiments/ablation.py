@@ -73,11 +73,8 @@ def run_variant(work_dir: str, name: str, settings: demo_pipeline.DemoSettings,
                 shared_dir: str):
   """Runs (or reuses) one variant's records, pretraining and fine-tuning."""
   run_dir = os.path.join(work_dir, f"{name}-seed{settings.seed}")
-  os.makedirs(run_dir, exist_ok=True)
-  for stage in ("corpus", "spiece"):               # the text and vocabulary are shared
-    link = demo_pipeline.stage_dir(run_dir, stage)
-    if not os.path.islink(link):
-      os.symlink(demo_pipeline.stage_dir(shared_dir, stage), link)
+  # The text and vocabulary are shared.
+  demo_pipeline.link_stages(run_dir, {stage: shared_dir for stage in ("corpus", "spiece")})
   stages = ("records", "pretrain", "finetune") if settings.pretrain_steps else ("finetune",)
   return demo_pipeline.run_all(run_dir, settings, stages=stages,
                                report=lambda line: print(f"{name} seed {settings.seed}: "

@@ -189,6 +189,17 @@ def stage_dir(work_dir: str, stage: str) -> str:
   return os.path.join(work_dir, stage)
 
 
+def link_stages(work_dir: str, sources: Dict[str, str]) -> None:
+  """WORK_DIR/<stage> as links to the same stage of other work directories ({stage:
+  source work_dir}), for runners that share finished stages (ablation.py, transfer.py);
+  an existing link is kept."""
+  os.makedirs(work_dir, exist_ok=True)
+  for stage, source_dir in sources.items():
+    link = stage_dir(work_dir, stage)
+    if not os.path.islink(link):
+      os.symlink(stage_dir(source_dir, stage), link)
+
+
 def _write_json_atomic(path: str, values: Dict[str, Any]) -> None:
   partial = path + ".partial"
   with open(partial, "w") as f:

@@ -60,15 +60,6 @@ _FINETUNE_LRS = flags.DEFINE_list("finetune_lrs", ["5e-4", "1e-3", "2e-3"],
 _SEEDS = flags.DEFINE_list("seeds", ["0", "1"], "Fine-tuning seeds.")
 
 
-def _link_stages(run_dir: str, sources) -> None:
-  """WORK_DIR/<run>/<stage> as links to the finished stages of other directories."""
-  os.makedirs(run_dir, exist_ok=True)
-  for stage, source_dir in sources.items():
-    link = demo_pipeline.stage_dir(run_dir, stage)
-    if not os.path.islink(link):
-      os.symlink(demo_pipeline.stage_dir(source_dir, stage), link)
-
-
 def collapsed(run) -> bool:
   return (run["final_loss"] is None or run["final_loss"] >= COLLAPSED_LOSS
           or run["held_out"] < run["held_out_majority"] + MAJORITY_MARGIN)
@@ -85,7 +76,7 @@ def run_matrix(work_dir: str, base: demo_pipeline.DemoSettings, recipes, lrs, se
   for recipe in recipes:
     settings = dataclasses.replace(base, pretrain_adam_bias_correction=RECIPES[recipe])
     run_dir = os.path.join(work_dir, f"pretrain-{recipe}")
-    _link_stages(run_dir, {s: data_dir for s in ("corpus", "spiece", "records")})
+    demo_pipeline.link_stages(run_dir, {s: data_dir for s in ("corpus", "spiece", "records")})
     pretrained[recipe] = demo_pipeline.run_all(
         run_dir, settings, stages=("pretrain",),
         report=lambda line, r=recipe: report(f"pretrain {r}: {line}"))["pretrain"]
@@ -104,7 +95,7 @@ def run_matrix(work_dir: str, base: demo_pipeline.DemoSettings, recipes, lrs, se
         sources = {"spiece": data_dir}
         if recipe:
           sources["pretrain"] = os.path.join(work_dir, f"pretrain-{recipe}")
-        _link_stages(run_dir, sources)
+        demo_pipeline.link_stages(run_dir, sources)
         summary = demo_pipeline.run_all(
             run_dir, settings, stages=("finetune",),
             report=lambda line, n=name: report(f"{n} lr {lr:g} seed {seed}: {line}"))
