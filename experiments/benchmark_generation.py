@@ -97,7 +97,7 @@ def main(argv):
   import transformers  # pylint: disable=g-import-not-at-top
   from xlnet_tf import XLNetConfig  # pylint: disable=g-import-not-at-top
   from xlnet_tf import load_pretrained  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.convert import convert  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.convert.importer import convert  # pylint: disable=g-import-not-at-top
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   threads = _THREADS.value or os.cpu_count()

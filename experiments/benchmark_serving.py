@@ -58,6 +58,7 @@ from xlnet_tf.data import tokenization  # noqa: E402
 from xlnet_tf.models.xlnet_classifier import build_classifier  # noqa: E402
 from xlnet_tf.serving.export import export_classifier  # noqa: E402
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder  # noqa: E402
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELEASED_SPIECE = os.path.join(_ROOT, "tests", "data", "released_spiece", "spiece.model")
@@ -206,7 +207,7 @@ def run(work: str) -> None:
     for seq_len in (int(t) for t in _SEQS.value):
       model_dir = os.path.join(work, f"model_{seq_len}")
       if not os.path.exists(model_dir):
-        spec = model_directory.ClassifierSpec(task_name="movie_reviews",
+        spec = ClassifierSpec(task_name="movie_reviews",
                                               labels=("negative", "positive"),
                                               max_seq_length=seq_len)
         model_directory.save(model, model_dir, spec, spiece)

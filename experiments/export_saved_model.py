@@ -26,6 +26,7 @@ from xlnet_tf import console  # noqa: E402
 from xlnet_tf import model_directory  # noqa: E402
 from xlnet_tf import paths  # noqa: E402
 from xlnet_tf.serving import export  # noqa: E402
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 _MODEL_DIR = flags.DEFINE_string("model_dir", None, "run_classifier's --model_dir (or its "
                                  "final/ directory).")
@@ -46,7 +47,7 @@ def main(argv):
     paths.check_input_path(model_dir, "--model_dir", "directory written by run_classifier")
     paths.check_input_path(_SPIECE.value, "--spiece_model_file", "SentencePiece model file")
     paths.check_output_dir(_EXPORT_DIR.value, "--export_dir")
-    if not tf.io.gfile.exists(os.path.join(model_dir, model_directory.CLASSIFIER_FILE)):
+    if not tf.io.gfile.exists(os.path.join(model_dir, ClassifierSpec.FILE)):
       model_dir = os.path.join(model_dir, "final")
     with paths.reporting_disk_full(_EXPORT_DIR.value):
       export.export_classifier(model_dir, _EXPORT_DIR.value, pair=_PAIR.value,

@@ -23,7 +23,7 @@ import tensorflow as tf  # noqa: E402
 
 from xlnet_tf import model_directory
 from xlnet_tf import pretrained  # noqa: E402
-from xlnet_tf.data import pretrain_dataset  # noqa: E402
+from xlnet_tf.data.pretrain_reader import pretrain_dataset  # noqa: E402
 from xlnet_tf.data import pretrain_records  # noqa: E402
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer  # noqa: E402
 from xlnet_tf.training import optimization  # noqa: E402

@@ -39,6 +39,8 @@ from xlnet_tf.serving.tagger_export import export_tagger
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import bucket_lengths
 from xlnet_tf.serving.text_encoder import padded_length
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QA_FILES = sorted(glob.glob(os.path.join(ROOT, "data_prep", "sample_data", "qa", "*.json")))
@@ -136,7 +138,7 @@ def test_bucketed_layout_is_the_fixed_layout_without_its_left_padding(spiece_mod
 def classifier_exports(spiece_model, tmp_path_factory):
   """(spec, bucketed SavedModel, fixed-length SavedModel) of one tiny random classifier."""
   work = tmp_path_factory.mktemp("bucketing")
-  spec = model_directory.ClassifierSpec(task_name="movie_reviews",
+  spec = ClassifierSpec(task_name="movie_reviews",
                                         labels=("negative", "positive"), max_seq_length=SEQ)
   tf.keras.utils.set_random_seed(7)
   model = build_classifier(_config(), 2, dropout_rate=0.0)
@@ -218,7 +220,7 @@ def test_the_model_card_says_how_the_export_pads(classifier_exports):
 
 @pytest.mark.parametrize("summary_type", ["mean", "attn"])
 def test_the_other_padding_free_summaries_bucket_alike(spiece_model, summary_type):
-  spec = model_directory.ClassifierSpec(task_name="movie_reviews",
+  spec = ClassifierSpec(task_name="movie_reviews",
                                         labels=("negative", "positive"), max_seq_length=SEQ,
                                         summary_type=summary_type)
   model = build_classifier(_config(), 2, dropout_rate=0.0,
@@ -245,7 +247,7 @@ def test_summaries_that_read_padding_stay_fixed_length(spiece_model):
   # with it the SentencePiece resource of an encoder built before.)
   encoder = XLNetTextEncoder(spiece_model)
   for summary_type, model in models.items():
-    spec = model_directory.ClassifierSpec(task_name="movie_reviews",
+    spec = ClassifierSpec(task_name="movie_reviews",
                                           labels=("negative", "positive"),
                                           max_seq_length=SEQ, summary_type=summary_type)
     assert resolve_bucketed(spec, None) is False and resolve_bucketed(spec, False) is False
@@ -258,7 +260,7 @@ def test_summaries_that_read_padding_stay_fixed_length(spiece_model):
     assert short["input_ids"].shape[1] == 48
     fixed = tf.nn.softmax(model(encoder.classifier_inputs(texts, None, SEQ))["logits"])
     assert np.abs(fixed - tf.nn.softmax(model(short)["logits"])).max() > 0.01
-  last = model_directory.ClassifierSpec(task_name="t", labels=("a", "b"))
+  last = ClassifierSpec(task_name="t", labels=("a", "b"))
   assert resolve_bucketed(last, None) is True and resolve_bucketed(last, False) is False
 
 
@@ -270,7 +272,7 @@ def test_bucketed_tagger_equals_the_fixed_length_one_on_every_held_out_sentence(
   splits = brown.split_sentences(sentences)
   held_out = [" ".join(s.words) for split in ("dev", "test") for s in splits[split]]
   assert len(held_out) == 690
-  spec = model_directory.TaggerSpec("brown", tuple(brown.tag_list(splits["train"])),
+  spec = TaggerSpec("brown", tuple(brown.tag_list(splits["train"])),
                                     max_seq_length=SEQ)
   tf.keras.utils.set_random_seed(11)
   model = build_tagger(_config(), spec.num_labels)

@@ -28,6 +28,7 @@ from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.pretrained import save_pretrained
 from xlnet_tf.training import run_directory
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
@@ -186,7 +187,7 @@ def test_a_checkpoint_write_on_a_full_disk(disk, spiece_model, tmp_path):
 def classifier_dir(spiece_model, tmp_path_factory):
   """A model directory of a small classifier (vocabulary 4000), as run_classifier writes."""
   directory = os.fspath(tmp_path_factory.mktemp("classifier") / "model")
-  spec = model_directory.ClassifierSpec(task_name="movie_reviews",
+  spec = ClassifierSpec(task_name="movie_reviews",
                                         labels=("negative", "positive"), max_seq_length=32)
   model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
   model_directory.save(model, directory, spec, spiece_model)

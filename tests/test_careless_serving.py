@@ -35,7 +35,7 @@ from xlnet_tf import generate as generate_cli
 from xlnet_tf import load_pretrained
 from xlnet_tf import model_directory
 from xlnet_tf import save_pretrained
-from xlnet_tf.convert import convert
+from xlnet_tf.convert.importer import convert
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.models.xlnet_tagger import build_tagger
@@ -43,6 +43,8 @@ from xlnet_tf.serving import encoder_export
 from xlnet_tf.serving import export as classifier_export
 from xlnet_tf.serving import squad_export
 from xlnet_tf.serving import tagger_export
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
@@ -178,13 +180,13 @@ def _exports(spiece_model, tmp_path_factory):
   pair_dir, tagger_dir, squad_dir = root / "pair_model", root / "tagger_model", root / "squad"
   regression_dir = root / "regression_model"
   model_directory.save(build_classifier(_tiny(), 1), os.fspath(regression_dir),
-                       model_directory.ClassifierSpec("sts-b", None, max_seq_length=16,
+                       ClassifierSpec("sts-b", None, max_seq_length=16,
                                                       is_regression=True), spiece_model)
   model_directory.save(build_classifier(_tiny(), 2), os.fspath(pair_dir),
-                       model_directory.ClassifierSpec("rte", ("entailment", "not"),
+                       ClassifierSpec("rte", ("entailment", "not"),
                                                       max_seq_length=16), spiece_model)
   model_directory.save(build_tagger(_tiny(), 2), os.fspath(tagger_dir),
-                       model_directory.TaggerSpec("tags", ("a", "b"), max_seq_length=16),
+                       TaggerSpec("tags", ("a", "b"), max_seq_length=16),
                        spiece_model)
   squad_model = _squad_model_dir(squad_dir, spiece_model)
   return {

@@ -34,6 +34,7 @@ from xlnet_tf.training import pretraining
 from xlnet_tf.training import run_directory
 from xlnet_tf.training.pretrain_trainer import MODEL_INPUTS
 from xlnet_tf.training.pretrain_trainer import pretraining_loss
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = os.path.join(ROOT, "experiments", "configs")
@@ -174,14 +175,14 @@ def test_driver_trains_clm_resume_keeps_it_and_its_model_directory_fine_tunes(
   assert "config.attn_type: 'uni' in the directory, 'bi' now" in str(refused.value)
 
   # Fine-tuning reads the clm model directory into a bidirectional classifier.
-  config = finetuning.finetune_config(
-      XLNetConfig.from_json_file(os.path.join(final, model_directory.CONFIG_FILE)))
+  config = XLNetConfig.from_json_file(
+      os.path.join(final, model_directory.CONFIG_FILE)).for_finetuning()
   assert config.attn_type == "bi"
   task = classifier_tasks.get_task("movie_reviews").configure(None)
   features = classifier_features.cached_features(
       task.read(None, "train")[:16], spiece_model, 32, label_list=task.labels,
       task=task.name, split="train", cache_dir=os.fspath(tmp_path / "features"))
-  spec = model_directory.ClassifierSpec(task_name=task.name, labels=tuple(task.labels),
+  spec = ClassifierSpec(task_name=task.name, labels=tuple(task.labels),
                                         max_seq_length=32)
   options = finetuning.FinetuneOptions(
       model_dir=os.fspath(tmp_path / "tuned"), train_steps=2, learning_rate=1e-3,

@@ -31,8 +31,8 @@ from xlnet_tf import model_directory
 from xlnet_tf import load_pretrained
 from xlnet_tf import released_names
 from xlnet_tf.configs import XLNetConfig
-from xlnet_tf.convert import ConvertOptions
-from xlnet_tf.convert import convert
+from xlnet_tf.convert.importer import ConvertOptions
+from xlnet_tf.convert.importer import convert
 from xlnet_tf.data import squad
 from xlnet_tf.data import tokenization
 from xlnet_tf.evaluation import squad_postprocess
@@ -40,6 +40,8 @@ from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_classifier import load_released_classifier
 from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.models.xlnet_squad import load_released_squad
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The released cased SentencePiece model (32,000 pieces; see its README.md).
@@ -203,7 +205,7 @@ def test_classifier_checkpoint_converts_with_its_head(case, tmp_path):
   assert sorted(report["task_head"]["variables"]) == sorted(heads)
   assert report["skipped_task_head_variables"] == []
   assert report["variables"] == len(arrays) + len(heads)
-  model, spec = model_directory.load_classifier(os.fspath(tmp_path / "out"))
+  model, spec = model_directory.load(os.fspath(tmp_path / "out"), ClassifierSpec)
   assert (spec.task_name, spec.is_regression) == (task, regression)
   assert (None if spec.labels is None else tuple(spec.labels)) == labels
   # The original's "mean" includes the padding: ours is "mean_with_padding".
@@ -276,7 +278,7 @@ def test_race_checkpoint_converts_with_its_head(tmp_path):
   assert report["task_settings"]["max_seq_length"] == 512
 
   out = tmp_path / "out"     # loaded as the xlnet/race task loads MODEL_DIR/final (run_race)
-  model, spec = model_directory.load_race(os.fspath(out))
+  model, spec = model_directory.load(os.fspath(out), RaceSpec)
   assert (spec.summary_type, spec.use_proj) == ("last", True)
   _assert_encoder_is_the_checkpoints(model.encoder, arrays)
 
@@ -349,7 +351,7 @@ def test_converted_classifier_serves_raw_text(tmp_path):
   serve = tf.saved_model.load(os.fspath(tmp_path / "export")).signatures["serving_default"]
   served = serve(text_a=tf.constant(texts))
 
-  model, spec = model_directory.load_classifier(os.fspath(tmp_path / "imdb" / "final"))
+  model, spec = model_directory.load(os.fspath(tmp_path / "imdb" / "final"), ClassifierSpec)
   sp = tokenization.load_spiece(RELEASED_SPIECE)
   features = [classifier_features.encode_example(sp, InputExample(str(i), t, None, None), 24)
               for i, t in enumerate(texts)]

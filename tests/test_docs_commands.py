@@ -52,6 +52,7 @@ BLOCK_TIMEOUT = 900
 
 # ---- parsing ----------------------------------------------------------------------------------
 
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 @dataclasses.dataclass
 class Marker:
   kind: str                                # "run", "replace" or "skip"
@@ -295,7 +296,7 @@ def _fine_tuned_classifier(work, name):
   from xlnet_tf import model_directory  # pylint: disable=g-import-not-at-top
   from xlnet_tf.configs import XLNetConfig  # pylint: disable=g-import-not-at-top
   from xlnet_tf.models.xlnet_classifier import build_classifier  # pylint: disable=g-import-not-at-top
-  spec = model_directory.ClassifierSpec(task_name="movie_reviews",
+  spec = ClassifierSpec(task_name="movie_reviews",
                                         labels=("negative", "positive"), max_seq_length=32)
   model = build_classifier(XLNetConfig(**TINY, n_token=32000), 2, dropout_rate=0.0)
   model_directory.save(model, os.path.join(work, name), spec, RELEASED_SPIECE)

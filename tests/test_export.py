@@ -17,6 +17,7 @@ from xlnet_tf.data import tokenization
 from xlnet_tf.data.classifier_tasks import InputExample
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.serving.export import export_classifier
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SENTIMENT = os.path.join(ROOT, "data_prep", "sample_data", "sentiment",
@@ -33,7 +34,7 @@ def _sentences(count):
 @pytest.fixture(scope="module")
 def exported(spiece_model, tmp_path_factory):
   work = tmp_path_factory.mktemp("export")
-  spec = model_directory.ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
+  spec = ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
                                         max_seq_length=SEQ)
   model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
   model_directory.save(model, str(work / "model"), spec, spiece_model)

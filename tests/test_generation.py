@@ -19,7 +19,7 @@ from xlnet_tf import build_pretrainer
 from xlnet_tf import generate as cli
 from xlnet_tf import load_pretrained
 from xlnet_tf import save_pretrained
-from xlnet_tf.convert import convert
+from xlnet_tf.convert.importer import convert
 from xlnet_tf.data import tokenization
 from xlnet_tf.generation import DEFAULT_STOP_IDS
 from xlnet_tf.generation import _decoder

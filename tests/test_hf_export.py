@@ -29,7 +29,7 @@ from helpers import small_config
 from xlnet_tf import model_card
 from xlnet_tf import model_directory
 from xlnet_tf import pretrained
-from xlnet_tf.convert import convert
+from xlnet_tf.convert.importer import convert
 from xlnet_tf.convert import to_huggingface
 from xlnet_tf.convert.to_huggingface import export_to_huggingface
 from xlnet_tf.models.xlnet_classifier import build_classifier
@@ -38,6 +38,10 @@ from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.models.xlnet_simple_qa import build_simple_qa
 from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.models.xlnet_tagger import build_tagger
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
+from xlnet_tf.models.xlnet_simple_qa import SimpleQASpec
+from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELEASED_SPIECE = os.path.join(ROOT, "tests", "data", "released_spiece", "spiece.model")
@@ -191,7 +195,7 @@ def _classifier_case(summary_type, use_proj, regression=False, activation=None):
     model = build_classifier(config, 1 if regression else 3, summary_type=summary_type,
                              use_proj=use_proj, is_regression=regression,
                              summary_activation=activation)
-    spec = model_directory.ClassifierSpec(
+    spec = ClassifierSpec(
         "stsb" if regression else "sent", labels, is_regression=regression,
         max_seq_length=16, summary_type=summary_type, use_proj=use_proj,
         summary_activation=activation)
@@ -202,13 +206,13 @@ def _classifier_case(summary_type, use_proj, regression=False, activation=None):
 
 def _race_case(config, directory):
   model = _randomize(build_multiple_choice(config), 12)
-  model_directory.save(model, directory, model_directory.RaceSpec(max_seq_length=16), None)
+  model_directory.save(model, directory, RaceSpec(max_seq_length=16), None)
   return model
 
 
 def _tagger_case(config, directory):
   model = _randomize(build_tagger(config, 5), 13)
-  spec = model_directory.TaggerSpec("ner", ("O", "B-PER", "I-PER", "B-LOC", "I-LOC"),
+  spec = TaggerSpec("ner", ("O", "B-PER", "I-PER", "B-LOC", "I-LOC"),
                                     max_seq_length=16, scheme="bio")
   model_directory.save(model, directory, spec, None)
   return model
@@ -216,7 +220,7 @@ def _tagger_case(config, directory):
 
 def _qa_simple_case(config, directory):
   model = _randomize(build_simple_qa(config, start_n_top=3, end_n_top=2), 15)
-  spec = model_directory.SimpleQASpec(max_seq_length=16, max_query_length=4, doc_stride=8,
+  spec = SimpleQASpec(max_seq_length=16, max_query_length=4, doc_stride=8,
                                       start_n_top=3, end_n_top=2)
   model_directory.save(model, directory, spec, None)
   return model
@@ -422,7 +426,7 @@ def test_cli_exports_classifier_with_tokenizer_and_card(tmp_path):
   import sentencepiece as spm  # pylint: disable=g-import-not-at-top
   config = _config(n_token=32000)
   model = _randomize(build_classifier(config, 2), 31)
-  spec = model_directory.ClassifierSpec("imdb", ("neg", "pos"), max_seq_length=64,
+  spec = ClassifierSpec("imdb", ("neg", "pos"), max_seq_length=64,
                                         uncased=True)
   source = tmp_path / "ours"
   model_directory.save(model, os.fspath(source), spec, RELEASED_SPIECE)
@@ -494,7 +498,7 @@ def _pretrained_dir(tmp_path):
 def test_summary_type_without_hf_equivalent_refuses(summary_type, tmp_path):
   config = _config()
   model = build_classifier(config, 2, summary_type=summary_type)
-  spec = model_directory.ClassifierSpec("sent", ("a", "b"), summary_type=summary_type)
+  spec = ClassifierSpec("sent", ("a", "b"), summary_type=summary_type)
   source = os.fspath(tmp_path / "ours")
   model_directory.save(model, source, spec, None)
   before = _tree(source)
@@ -514,7 +518,7 @@ def test_summary_type_without_hf_equivalent_refuses(summary_type, tmp_path):
 def test_race_summary_type_refusal_names_race_json(tmp_path):
   model = build_multiple_choice(_config(), summary_type="mean")
   source = os.fspath(tmp_path / "ours")
-  model_directory.save(model, source, model_directory.RaceSpec(summary_type="mean"), None)
+  model_directory.save(model, source, RaceSpec(summary_type="mean"), None)
   with pytest.raises(ValueError, match=r"race\.json: summary_type 'mean' has no HuggingFace"):
     export_to_huggingface(source, os.fspath(tmp_path / "hf"))
   _nothing_written(tmp_path, tmp_path / "hf")

@@ -31,8 +31,13 @@ from released_checkpoint import summary_arrays
 from released_checkpoint import write_released_dir
 from xlnet_tf import model_card
 from xlnet_tf import model_directory
-from xlnet_tf.convert import ConvertOptions
-from xlnet_tf.convert import convert
+from xlnet_tf.convert.importer import ConvertOptions
+from xlnet_tf.convert.importer import convert
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
+from xlnet_tf.models.xlnet_simple_qa import SimpleQASpec
+from xlnet_tf.models.xlnet_squad import SquadSpec
+from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELEASED_SPIECE = os.path.join(ROOT, "tests", "data", "released_spiece", "spiece.model")
@@ -119,7 +124,7 @@ def test_sequence_classification(tmp_path, summary_type, use_proj, activation, n
       summary_type=summary_type, summary_use_proj=use_proj, summary_activation=activation,
       **id2label, **extra)
   report = convert(source, os.fspath(tmp_path / "out"))
-  model, spec = model_directory.load_classifier(os.fspath(tmp_path / "out"))
+  model, spec = model_directory.load(os.fspath(tmp_path / "out"), ClassifierSpec)
 
   inputs = _inputs(seed=1)
   theirs = _hf_run(hf_model, inputs).logits.numpy()                     # [B, C]
@@ -149,7 +154,7 @@ def test_mean_summary_depends_on_padding_as_in_hf(tmp_path):
   hf_model, source = _hf_dir(tmp_path, transformers.XLNetForSequenceClassification,
                              num_labels=2, summary_type="mean")
   convert(source, os.fspath(tmp_path / "out"))
-  model, _ = model_directory.load_classifier(os.fspath(tmp_path / "out"))
+  model, _ = model_directory.load(os.fspath(tmp_path / "out"), ClassifierSpec)
   short = _inputs(seed=2, batch=1, length=6, lengths=(6,))
   padded = {k: np.concatenate([np.full([1, 4], v, dtype=short[k].dtype), short[k]], axis=1)
             for k, v in (("input_ids", 5), ("segment_ids", 4), ("input_mask", 1.0))}
@@ -168,7 +173,7 @@ def test_multiple_choice(tmp_path, summary_type, use_proj, activation):
                              summary_type=summary_type, summary_use_proj=use_proj,
                              summary_activation=activation)
   report = convert(source, os.fspath(tmp_path / "out"))
-  model, spec = model_directory.load_race(os.fspath(tmp_path / "out"))
+  model, spec = model_directory.load(os.fspath(tmp_path / "out"), RaceSpec)
   rows = _inputs(seed=3, batch=3, length=9, lengths=(9, 6, 8))
   inputs = {k: np.stack([v, v[::-1], np.roll(v, 1, axis=0)], axis=0)           # [3, 3, T]
             for k, v in rows.items()}
@@ -191,7 +196,7 @@ def test_token_classification(tmp_path):
                              id2label=dict(enumerate(tags)),
                              label2id={t: i for i, t in enumerate(tags)})
   report = convert(source, os.fspath(tmp_path / "out"))
-  model, spec = model_directory.load_tagger(os.fspath(tmp_path / "out"))
+  model, spec = model_directory.load(os.fspath(tmp_path / "out"), TaggerSpec)
   inputs = _inputs(seed=4)
   theirs = _hf_run(hf_model, inputs).logits.numpy()                    # [B, T, C]
   ours = _ours(model, inputs)["logits"]
@@ -218,7 +223,7 @@ def _log_softmax(x):
 def test_question_answering_simple(tmp_path):
   hf_model, source = _hf_dir(tmp_path, transformers.XLNetForQuestionAnsweringSimple)
   report = convert(source, os.fspath(tmp_path / "out"))
-  model, spec = model_directory.load_qa_simple(os.fspath(tmp_path / "out"), 2, 3)
+  model, spec = model_directory.load(os.fspath(tmp_path / "out"), SimpleQASpec, start_n_top=2, end_n_top=3)
   inputs = _inputs(seed=5, batch=3, length=14, lengths=(14, 12, 13))
   out = _hf_run(hf_model, inputs)
   ours = _ours(model, inputs)
@@ -297,7 +302,7 @@ def test_question_answering(tmp_path):
                              start_n_top=3, end_n_top=4)
   report = convert(source, os.fspath(tmp_path / "out"))
   out_dir = os.fspath(tmp_path / "out")
-  model, settings = model_directory.load_squad(out_dir)
+  model, settings = model_directory.load(out_dir, SquadSpec)
   assert settings["answer_class_start"] == "gold"
   assert (settings["start_n_top"], settings["end_n_top"]) == (3, 4)
   assert model.head.answer_class_start == "gold"
@@ -363,7 +368,7 @@ def test_tokenizer_settings_card_and_overwrite(tmp_path):
     f.write("---\nlanguage: en\nlicense: mit\n---\n# a model\n")
   out = os.fspath(tmp_path / "out")
   report = convert(source, out)
-  _, spec = model_directory.load_classifier(out)
+  _, spec = model_directory.load(out, ClassifierSpec)
   assert (spec.uncased, spec.keep_accents) == (True, True)
   assert report["tokenizer"]["from"] == os.path.join(source, "tokenizer_config.json")
   card = open(os.path.join(out, "README.md"), encoding="utf-8").read()
@@ -376,13 +381,13 @@ def test_tokenizer_settings_card_and_overwrite(tmp_path):
   assert os.path.isfile(os.path.join(out, "README.md"))
 
   # A spec written before keep_accents / summary_activation existed still loads.
-  path = os.path.join(out, model_directory.CLASSIFIER_FILE)
+  path = os.path.join(out, ClassifierSpec.FILE)
   values = json.load(open(path))
   assert (values["keep_accents"], values["summary_activation"]) == (True, "tanh")
   for key in ("keep_accents", "summary_activation"):
     del values[key]
   json.dump(values, open(path, "w"))
-  model, spec = model_directory.load_classifier(out)
+  model, spec = model_directory.load(out, ClassifierSpec)
   assert (spec.keep_accents, spec.summary_activation) == (False, None)
   assert model.sequence_summary.activation == "tanh"          # the released default
 
@@ -816,7 +821,7 @@ def test_command_line_to_a_served_model(tmp_path, lower):
   assert run.returncode == 0, run.stderr[-3000:]
   assert (export / "saved_model.pb").exists() and (export / "README.md").exists()
   assert not [p for p in os.listdir(tmp_path) if ".partial-" in p]
-  _, spec = model_directory.load_classifier(os.fspath(out))
+  _, spec = model_directory.load(os.fspath(out), ClassifierSpec)
   assert (spec.uncased, spec.keep_accents, list(spec.labels)) == (lower, False,
                                                                    ["neg", "pos"])
 

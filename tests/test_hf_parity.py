@@ -18,7 +18,7 @@ from hf_reference import make_hf_model
 from helpers import max_rel_error
 from helpers import pretraining_inputs
 from helpers import small_config
-from xlnet_tf.convert import convert
+from xlnet_tf.convert.importer import convert
 from xlnet_tf import load_pretrained
 
 TOLERANCE = 1e-5

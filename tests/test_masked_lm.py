@@ -8,7 +8,7 @@ from helpers import PRETRAIN_SETTINGS
 from helpers import small_config
 from xlnet_tf.data import layouts
 from xlnet_tf.data import masked_lm
-from xlnet_tf.data import pretrain_dataset
+from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.data.tokenization import CLS_ID
 from xlnet_tf.data.tokenization import MASK_ID
 from xlnet_tf.data.tokenization import SEP_ID

@@ -23,6 +23,7 @@ from helpers import small_config
 from released_checkpoint import original_encoder_arrays
 from released_checkpoint import write_released_dir
 import xlnet_tf
+from xlnet_tf import hub
 from xlnet_tf import model_card
 from xlnet_tf import presets
 from xlnet_tf import released_names
@@ -189,12 +190,12 @@ def test_the_released_table():
 
 
 def test_cache_location(monkeypatch, tmp_path):
-  monkeypatch.setenv(presets.CACHE_ENV, str(tmp_path / "env_cache"))
-  assert presets.archive_path("xlnet_base_cased") == str(
+  monkeypatch.setenv(hub.CACHE_ENV, str(tmp_path / "env_cache"))
+  assert hub.archive_path("xlnet_base_cased") == str(
       tmp_path / "env_cache" / "xlnet_base_cased" / "cased_L-12_H-768_A-12.zip")
-  assert presets.cache_root(str(tmp_path / "arg")) == str(tmp_path / "arg")
-  monkeypatch.delenv(presets.CACHE_ENV)
-  assert presets.cache_root() == os.path.expanduser("~/.cache/xlnet_tf")
+  assert hub.cache_root(str(tmp_path / "arg")) == str(tmp_path / "arg")
+  monkeypatch.delenv(hub.CACHE_ENV)
+  assert hub.cache_root() == os.path.expanduser("~/.cache/xlnet_tf")
 
 
 def test_download_convert_then_reuse_without_network_or_conversion(
@@ -218,7 +219,7 @@ def test_download_convert_then_reuse_without_network_or_conversion(
     assert f.read() == SPIECE
 
   # Second call: no request, no conversion.
-  from xlnet_tf import convert  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.convert import importer as convert
 
   def no_conversion(*args, **kwargs):
     raise AssertionError("converted again")
@@ -236,12 +237,12 @@ def test_a_dropped_download_resumes(archive, serve, tiny, tmp_path, ranges):
   server = serve(data, ranges=ranges, drop_first=True)
   preset = tiny(server.url)
   cache = str(tmp_path / "cache")
-  directory = presets.resolve(preset.name, cache_dir=cache, progress=False)
+  directory = hub.resolve(preset.name, cache_dir=cache, progress=False)
   ranges_asked = [r["range"] for r in server.requests]
   assert ranges_asked == [None, f"bytes={len(data) // 2}-"]          # resumed with Range
-  with open(presets.archive_path(preset, cache), "rb") as f:
+  with open(hub.archive_path(preset, cache), "rb") as f:
     assert f.read() == data                                          # identical
-  assert not os.path.exists(presets.archive_path(preset, cache) + ".partial")
+  assert not os.path.exists(hub.archive_path(preset, cache) + ".partial")
   _assert_weights_equal(xlnet_tf.load_pretrained(directory), arrays)
 
 
@@ -250,13 +251,13 @@ def test_a_partial_file_of_an_earlier_call_is_resumed(archive, serve, tiny, tmp_
   server = serve(data)
   preset = tiny(server.url)
   cache = str(tmp_path / "cache")
-  partial = presets.archive_path(preset, cache) + ".partial"
+  partial = hub.archive_path(preset, cache) + ".partial"
   os.makedirs(os.path.dirname(partial))
   with open(partial, "wb") as f:
     f.write(data[:1000])
-  presets.resolve(preset.name, cache_dir=cache, progress=False)
+  hub.resolve(preset.name, cache_dir=cache, progress=False)
   assert [r["range"] for r in server.requests] == ["bytes=1000-"]
-  with open(presets.archive_path(preset, cache), "rb") as f:
+  with open(hub.archive_path(preset, cache), "rb") as f:
     assert f.read() == data
 
 
@@ -269,14 +270,14 @@ def test_a_complete_partial_file_answered_416_is_used_as_it_is(archive, serve, t
   server = serve(data)
   preset = tiny(server.url)
   cache = str(tmp_path / "cache")
-  partial = presets.archive_path(preset, cache) + ".partial"
+  partial = hub.archive_path(preset, cache) + ".partial"
   os.makedirs(os.path.dirname(partial))
   with open(partial, "wb") as f:
     f.write(data)
-  directory = presets.resolve(preset.name, cache_dir=cache, progress=False)
+  directory = hub.resolve(preset.name, cache_dir=cache, progress=False)
   assert [r["range"] for r in server.requests] == [f"bytes={len(data)}-"]
   assert not os.path.exists(partial)
-  with open(presets.archive_path(preset, cache), "rb") as f:
+  with open(hub.archive_path(preset, cache), "rb") as f:
     assert f.read() == data
   _assert_weights_equal(xlnet_tf.load_pretrained(directory), arrays)
 
@@ -286,13 +287,13 @@ def test_a_416_for_a_partial_file_of_another_size_restarts(archive, serve, tiny,
   server = serve(data)
   preset = tiny(server.url)
   cache = str(tmp_path / "cache")
-  partial = presets.archive_path(preset, cache) + ".partial"
+  partial = hub.archive_path(preset, cache) + ".partial"
   os.makedirs(os.path.dirname(partial))
   with open(partial, "wb") as f:
     f.write(data + b"not of the archive")            # longer: not this file
-  presets.resolve(preset.name, cache_dir=cache, progress=False)
+  hub.resolve(preset.name, cache_dir=cache, progress=False)
   assert [r["range"] for r in server.requests] == [f"bytes={len(data) + 18}-", None]
-  with open(presets.archive_path(preset, cache), "rb") as f:
+  with open(hub.archive_path(preset, cache), "rb") as f:
     assert f.read() == data
 
 
@@ -315,9 +316,9 @@ def test_a_corrupt_archive_is_renamed_aside_and_named(archive, serve, tiny, tmp_
   server = serve(bad)
   preset = tiny(server.url)
   cache = str(tmp_path / "cache")
-  path = presets.archive_path(preset, cache)
-  with pytest.raises(presets.ArchiveError) as error:
-    presets.resolve(preset.name, cache_dir=cache, progress=False)
+  path = hub.archive_path(preset, cache)
+  with pytest.raises(hub.ArchiveError) as error:
+    hub.resolve(preset.name, cache_dir=cache, progress=False)
   message = str(error.value)
   assert path in message and ".corrupt-" in message
   if damage == "crc":
@@ -345,12 +346,12 @@ def test_a_wrong_archive_names_the_member_or_field(archive, serve, tiny, tmp_pat
     server = serve(payload)
     preset = tiny(server.url)
     cache = str(tmp_path / case)
-    with pytest.raises(presets.ArchiveError) as error:
-      presets.resolve(preset.name, cache_dir=cache, progress=False)
+    with pytest.raises(hub.ArchiveError) as error:
+      hub.resolve(preset.name, cache_dir=cache, progress=False)
     message = str(error.value)
     assert named in message, (case, message)
     assert ".rejected-" in message, (case, message)
-    entry = os.path.dirname(presets.archive_path(preset, cache))
+    entry = os.path.dirname(hub.archive_path(preset, cache))
     assert any(".rejected-" in n for n in os.listdir(entry)), case
 
 
@@ -366,8 +367,8 @@ def test_offline_names_the_url_and_the_path_then_uses_a_placed_archive(
   url = f"http://127.0.0.1:{_free_port()}/released_models/tiny.zip"     # nothing listens
   preset = tiny(url)
   cache = str(tmp_path / "cache")
-  path = presets.archive_path(preset, cache)
-  with pytest.raises(presets.PresetDownloadError) as error:
+  path = hub.archive_path(preset, cache)
+  with pytest.raises(hub.PresetDownloadError) as error:
     xlnet_tf.load_pretrained(preset.name, cache_dir=cache)
   assert url in str(error.value) and path in str(error.value)
   with open(path, "wb") as f:                     # the user puts the file there
@@ -379,14 +380,15 @@ def test_offline_names_the_url_and_the_path_then_uses_a_placed_archive(
 
 def test_unknown_preset_lists_the_known_ones(tmp_path):
   with pytest.raises(ValueError) as error:
-    presets.resolve("xlnet_bsae_cased", cache_dir=str(tmp_path))
+    hub.resolve("xlnet_bsae_cased", cache_dir=str(tmp_path))
   assert "xlnet_bsae_cased" in str(error.value)
   assert "xlnet_base_cased" in str(error.value) and "xlnet_large_cased" in str(error.value)
   with pytest.raises(FileNotFoundError) as error:
     xlnet_tf.load_pretrained("xlnet_bsae_cased", cache_dir=str(tmp_path))
   assert "xlnet_base_cased" in str(error.value) and "xlnet_large_cased" in str(error.value)
   with pytest.raises(FileNotFoundError, match="xlnet_large_cased"):
-    XLNetClassifier.from_preset("xlnet_bsae_cased", num_classes=2, cache_dir=str(tmp_path))
+    xlnet_tf.from_preset("xlnet_bsae_cased", XLNetClassifier, num_classes=2,
+                         cache_dir=str(tmp_path))
 
 
 def test_task_models_from_a_preset_get_its_encoder_and_a_fresh_head(
@@ -396,7 +398,7 @@ def test_task_models_from_a_preset_get_its_encoder_and_a_fresh_head(
   preset = tiny(server.url)
   cache = str(tmp_path / "cache")
   encoder_arrays = {k: v for k, v in arrays.items() if k != released_names.LM_BIAS}
-  classifier = XLNetClassifier.from_preset(preset.name, num_classes=3, cache_dir=cache,
+  classifier = xlnet_tf.from_preset(preset.name, XLNetClassifier, num_classes=3, cache_dir=cache,
                                            progress=False)
   assert classifier.logit.kernel.shape == (CONFIG.d_model, 3)
   assert classifier.config.mem_len == 0 and classifier.config.dropout == 0.1
@@ -406,12 +408,12 @@ def test_task_models_from_a_preset_get_its_encoder_and_a_fresh_head(
   kernel = classifier.logit.kernel.numpy()
   assert 0 < np.std(kernel) < 0.1                        # initialised (0.02 normal), not 0
   for cls, args in ((XLNetForSquad, ()), (XLNetMultipleChoice, ()), (XLNetTagger, (5,))):
-    model = cls.from_preset(preset.name, *args, cache_dir=cache)
+    model = xlnet_tf.from_preset(preset.name, cls, *args, cache_dir=cache)
     assert type(model) is cls
     for name, variable in released_names.encoder_variables(model.encoder).items():
       np.testing.assert_array_equal(variable.numpy(), encoder_arrays[name], err_msg=name)
   assert len(server.requests) == 1                       # one download for them all
-  pretrainer = xlnet_tf.XLNetPretrainer.from_preset(preset.name, cache_dir=cache)
+  pretrainer = xlnet_tf.from_preset(preset.name, xlnet_tf.XLNetPretrainer, cache_dir=cache)
   _assert_weights_equal(pretrainer, arrays)
 
 
@@ -431,14 +433,14 @@ def test_a_second_process_waits_for_the_entry_lock(archive, serve, tiny, tmp_pat
   server = serve(data)
   preset = tiny(server.url)
   cache = str(tmp_path / "cache")
-  entry = presets.entry_dir(preset, cache)
+  entry = hub.entry_dir(preset, cache)
   holder = subprocess.Popen(  # pylint: disable=consider-using-with
-      [sys.executable, "-c", _HOLD_LOCK, entry, presets.LOCK_FILE, "3"],
+      [sys.executable, "-c", _HOLD_LOCK, entry, hub.LOCK_FILE, "3"],
       stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
   try:
     assert holder.stdout.readline().strip() == "held"
     started = time.monotonic()
-    directory = presets.resolve(preset.name, cache_dir=cache, progress=False)
+    directory = hub.resolve(preset.name, cache_dir=cache, progress=False)
     assert time.monotonic() - started > 2.0                    # waited for the holder
   finally:
     holder.wait(timeout=30)
@@ -456,19 +458,19 @@ def test_a_task_init_checkpoint_may_name_a_preset(archive, serve, tiny, tmp_path
   data, arrays, _ = archive
   server = serve(data)
   preset = tiny(server.url)
-  monkeypatch.setenv(presets.CACHE_ENV, str(tmp_path / "cache"))
+  monkeypatch.setenv(hub.CACHE_ENV, str(tmp_path / "cache"))
   params = exp_factory.get_exp_config(experiments.CLASSIFICATION)
   params.override({"task": {"init_checkpoint": preset.name}})
   task = task_factory.get_task(params.task)
   assert task.xlnet_config().d_model == CONFIG.d_model
   assert task.spiece_model() == os.path.join(
-      presets.entry_dir(preset.name), presets.MODEL_DIR, "spiece.model")
+      hub.entry_dir(preset.name), hub.MODEL_DIR, "spiece.model")
   model = task.build_model()
   task.initialize(model)
   for name, variable in released_names.encoder_variables(model.encoder).items():
     np.testing.assert_array_equal(variable.numpy(), arrays[name], err_msg=name)
   from xlnet_tf.tasks import train_lib  # pylint: disable=g-import-not-at-top
   options = train_lib.finetune_options(params, str(tmp_path / "run"))
-  assert options.init_checkpoint == os.path.join(presets.entry_dir(preset.name),
-                                                 presets.MODEL_DIR)     # what training reads
+  assert options.init_checkpoint == os.path.join(hub.entry_dir(preset.name),
+                                                 hub.MODEL_DIR)     # what training reads
   assert len(server.requests) == 1

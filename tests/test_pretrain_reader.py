@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from helpers import PRETRAIN_SETTINGS
 from xlnet_tf import masks
-from xlnet_tf.data import pretrain_dataset
+from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.data.pretrain_reader import replica_row_order
 from xlnet_tf.data.tokenization import CLS_ID

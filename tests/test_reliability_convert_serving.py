@@ -23,10 +23,12 @@ from helpers import run_fresh
 from helpers import small_config
 from hf_reference import make_hf_model
 from xlnet_tf import model_directory
-from xlnet_tf import convert as convert_module
+from xlnet_tf.convert import importer as convert_module
 from xlnet_tf import pretrained
-from xlnet_tf.convert import convert
+from xlnet_tf.convert.importer import convert
 from xlnet_tf.data import classifier_tasks
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+from xlnet_tf.models.xlnet_squad import SquadSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
@@ -266,7 +268,7 @@ def _exports(spiece_model, tmp_path_factory):
   from xlnet_tf.serving import export  # pylint: disable=g-import-not-at-top
   from xlnet_tf.serving import squad_export  # pylint: disable=g-import-not-at-top
   work = tmp_path_factory.mktemp("exports")
-  spec = model_directory.ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
+  spec = ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
                                         max_seq_length=SEQ)
   model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
   model_directory.save(model, os.fspath(work / "classifier"), spec, spiece_model)
@@ -275,7 +277,7 @@ def _exports(spiece_model, tmp_path_factory):
   squad_dir = work / "squad"
   squad_dir.mkdir()
   shutil.copyfile(spiece_model, squad_dir / model_directory.SPIECE_FILE)
-  (squad_dir / model_directory.SQUAD_FILE).write_text(json.dumps(
+  (squad_dir / SquadSpec.FILE).write_text(json.dumps(
       {"max_seq_length": 48, "max_query_length": 16, "uncased": False}))
   squad = squad_export.export_squad(build_squad_model(small_config(n_token=4000)),
                                     os.fspath(squad_dir), os.fspath(work / "squad_export"))

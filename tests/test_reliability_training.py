@@ -29,6 +29,7 @@ from xlnet_tf.training import pretraining
 from xlnet_tf.training import run_directory
 from xlnet_tf.training.checkpointing import GuardedCheckpointManager
 from xlnet_tf.model_directory import NonFiniteError
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -103,7 +104,7 @@ def test_pretraining_that_diverges_leaves_only_finite_checkpoints(pretraining_re
 
 
 def test_a_fine_tuned_model_with_nan_weights_is_not_saved(tmp_path):
-  spec = model_directory.ClassifierSpec(task_name="t", labels=("a", "b"))
+  spec = ClassifierSpec(task_name="t", labels=("a", "b"))
   model = finetuning.build_classifier(small_config(), 2)
   model({"input_ids": tf.zeros([1, 4], tf.int32)})
   model.encoder.word_embedding.assign(
@@ -165,7 +166,7 @@ def _fine_tune(features, model_dir, config=None, grad_accum_steps=2, **options):
                 grad_accum_steps=grad_accum_steps)
   values.update(options)
   options = finetuning.FinetuneOptions(**values)
-  spec = model_directory.ClassifierSpec(task_name="movie_reviews", labels=("0", "1"),
+  spec = ClassifierSpec(task_name="movie_reviews", labels=("0", "1"),
                                         max_seq_length=32)
   strategy = tf.distribute.get_strategy()
   tf_keras.utils.set_random_seed(1)

@@ -13,7 +13,7 @@ import transformers
 from hf_reference import make_hf_model
 from helpers import small_config
 from xlnet_tf import load_pretrained
-from xlnet_tf.convert import convert
+from xlnet_tf.convert.importer import convert
 from xlnet_tf.layers.squad_head import SquadHead
 from xlnet_tf.layers.squad_head import squad_loss
 

@@ -25,6 +25,7 @@ from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.serving import squad_export
 from xlnet_tf.serving import squad_text
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
+from xlnet_tf.models.xlnet_squad import SquadSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QA_FILES = sorted(glob.glob(os.path.join(ROOT, "data_prep", "sample_data", "qa", "*.json")))
@@ -135,7 +136,7 @@ def test_exported_model_answers_raw_text_like_the_python_path(spiece_model, tmp_
   model_dir = tmp_path / "model"
   model_dir.mkdir()
   tf.io.gfile.copy(spiece_model, str(model_dir / model_directory.SPIECE_FILE))
-  (model_dir / model_directory.SQUAD_FILE).write_text(json.dumps({
+  (model_dir / SquadSpec.FILE).write_text(json.dumps({
       "max_seq_length": seq, "max_query_length": query, "uncased": False,
       "version_2_with_negative": True, "null_score_diff_threshold": threshold}))
   export_dir = squad_export.export_squad(model, str(model_dir), str(tmp_path / "saved"),

@@ -19,8 +19,8 @@ from helpers import max_rel_error
 from helpers import small_config
 from hf_reference import make_hf_model
 from xlnet_tf import model_directory
-from xlnet_tf.convert import ConvertOptions
-from xlnet_tf.convert import convert
+from xlnet_tf.convert.importer import ConvertOptions
+from xlnet_tf.convert.importer import convert
 from xlnet_tf.data import brown
 from xlnet_tf.data import tagging_features
 from xlnet_tf.data import tokenization
@@ -28,6 +28,7 @@ from xlnet_tf.models import losses
 from xlnet_tf.models.xlnet_tagger import XLNetTagger
 from xlnet_tf.models.xlnet_tagger import build_tagger
 from xlnet_tf.pretrained import restore_encoder
+from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 TOLERANCE = 1e-5
 NUM_LABELS = 7
@@ -113,11 +114,11 @@ def test_config_round_trip_and_model_directory(spiece_model, tmp_path):
          "segment_ids": tf.constant([[4, 4, 0, 0, 0, 2]]),
          "input_mask": tf.constant([[1.0, 1.0, 0, 0, 0, 0]])}
 
-  spec = model_directory.TaggerSpec("brown", tuple(f"t{i}" for i in range(NUM_LABELS)),
+  spec = TaggerSpec("brown", tuple(f"t{i}" for i in range(NUM_LABELS)),
                                     max_seq_length=SEQ)
   model_directory.save(model, os.fspath(tmp_path / "tagger"), spec, spiece_model)
-  loaded, loaded_spec = model_directory.load_tagger(os.fspath(tmp_path / "tagger"))
+  loaded, loaded_spec = model_directory.load(os.fspath(tmp_path / "tagger"), TaggerSpec)
   assert loaded_spec == spec
   np.testing.assert_array_equal(loaded(ids)["logits"].numpy(), model(ids)["logits"].numpy())
   with pytest.raises(FileNotFoundError, match="no xlnet_config.json.*xlnet/tagging"):
-    model_directory.load_tagger(os.fspath(tmp_path))
+    model_directory.load(os.fspath(tmp_path), TaggerSpec)

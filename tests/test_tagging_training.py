@@ -22,6 +22,7 @@ from xlnet_tf.data import tokenization
 from xlnet_tf.serving.tagger_export import export_tagger
 from xlnet_tf.training import finetuning
 from xlnet_tf.training import tagger_training
+from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 SEQ = 96
 BATCH = 16
@@ -34,7 +35,7 @@ def trained(spiece_model, tmp_path_factory):
   work = tmp_path_factory.mktemp("tagger")
   sentences = brown.read_brown()
   splits = brown.split_sentences(sentences)
-  spec = model_directory.TaggerSpec("brown", tuple(brown.tag_list(sentences)),
+  spec = TaggerSpec("brown", tuple(brown.tag_list(sentences)),
                                     max_seq_length=SEQ)
   path = tagging_features.cached_features(
       splits["train"], spiece_model, SEQ, label_list=spec.labels, task="brown",
@@ -46,7 +47,7 @@ def trained(spiece_model, tmp_path_factory):
       warmup_steps=STEPS // 10, steps_per_loop=10, save_steps=STEPS, seed=0)
   strategy = tf.distribute.get_strategy()
   model, optimizer = tagger_training.build_for_training(
-      strategy, finetuning.finetune_config(config, dropout=0.0, dropatt=0.0), spec, options)
+      strategy, config.for_finetuning(dropout=0.0, dropatt=0.0), spec, options)
   summary = tagger_training.train_tagger(
       strategy, model, optimizer,
       lambda ctx: tagging_features.tagging_dataset(path, BATCH, is_training=True, seed=0,

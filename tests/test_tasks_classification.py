@@ -23,6 +23,7 @@ from xlnet_tf.tasks import classification
 from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import train_lib as driver
 from xlnet_tf.training import run_directory
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, "experiments", "configs", "classification_*.yaml")))
@@ -162,7 +163,7 @@ def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, tmp_pa
   assert export_dir == os.path.join(run_dir, "export")
   texts = ["a gorgeous, witty, seductive movie.", "the plot is nothing but boilerplate."]
   served = serve_fresh(export_dir, {"text_a": texts}, tmp_path)
-  best_model = model_directory.load_classifier(os.path.join(run_dir, "best"))[0]
+  best_model = model_directory.load(os.path.join(run_dir, ClassifierSpec, start_n_top="best"))[0]
   sp = tokenization.load_spiece(spiece_model)
   task = task_factory.get_task(params.task)
   features = [classifier_features.encode_example(

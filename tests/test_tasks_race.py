@@ -35,6 +35,7 @@ from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import race as race_task
 from xlnet_tf.tasks import train_lib as driver
 from xlnet_tf.training import run_directory
+from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, "experiments", "configs", "race_*.yaml")))
@@ -178,7 +179,7 @@ def test_demo_trains_resumes_exactly_and_evaluates(spiece_model, race_dir, tmp_p
   assert spec == {"task": "race", "max_seq_length": T, "max_qa_length": QA,
                   "uncased": False, "levels": ["middle", "high"], "summary_type": "last",
                   "use_proj": True}
-  model, loaded = model_directory.load_race(final)
+  model, loaded = model_directory.load(final, RaceSpec)
   assert isinstance(model, XLNetMultipleChoice) and loaded.max_qa_length == QA
 
   with pytest.raises(run_directory.RunSettingsError, match="max_qa_length"):
@@ -239,7 +240,7 @@ def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, race_d
   sp = tokenization.load_spiece(spiece_model)
   features = [race.race_features(sp, e, T, QA) for e in examples]
   batch = {k: np.stack([f[k] for f in features]) for k in OPTION_INPUTS}
-  best_model = model_directory.load_race(os.path.join(run_dir, "best"))[0]
+  best_model = model_directory.load(os.path.join(run_dir, RaceSpec, start_n_top="best"))[0]
   logits = best_model(batch, training=False)["logits"].numpy()               # [7, 4]
   assert np.ptp(logits, axis=1).max() > 0.05                  # a model that tells options apart
 

@@ -23,6 +23,7 @@ from xlnet_tf.tasks import tagging
 from xlnet_tf.tasks import train_lib as driver
 from xlnet_tf.training import run_directory
 from xlnet_tf.training import tagger_training
+from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, "experiments", "configs", "tagging_*.yaml")))
@@ -93,7 +94,7 @@ def test_demo_trains_resumes_exactly_and_refuses_other_settings(spiece_model, tm
   second = driver.run(params, "train", run_dir)["train"]
   assert second["start_step"] == 10 and second["step"] == 20
   assert first["losses"] + second["losses"] == straight["losses"]   # exact resume
-  assert os.path.exists(os.path.join(run_dir, "final", model_directory.TAGGER_FILE))
+  assert os.path.exists(os.path.join(run_dir, "final", TaggerSpec.FILE))
 
   metrics = driver.run(params, "eval", run_dir)["eval"]
   assert json.loads(open(os.path.join(run_dir, "eval_results_dev.json")).read()) == metrics
@@ -119,7 +120,7 @@ def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, tmp_pa
   assert best["step"] == 10 * (1 + accuracies.index(max(accuracies)))
 
   task = task_factory.get_task(params.task)
-  best_model, spec = model_directory.load_tagger(os.path.join(run_dir, "best"))
+  best_model, spec = model_directory.load(os.path.join(run_dir, TaggerSpec, start_n_top="best"))
   assert spec == task.spec
   assert task.evaluate(best_model)["accuracy"] == best["accuracy"]   # the model it scored
 

@@ -12,6 +12,9 @@ from xlnet_tf import build_pretrainer
 from xlnet_tf import model_directory
 from xlnet_tf import save_pretrained
 from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+from xlnet_tf.models.xlnet_squad import SquadSpec
+from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO = os.path.join(ROOT, "experiments", "configs", "classification_demo.yaml")
@@ -35,12 +38,12 @@ def test_text_json_then_the_spec_file_of_a_fine_tuned_model(tmp_path):
   assert model_directory.read_text_settings(directory) == {"uncased": True,
                                                            "keep_accents": True}
   # A fine-tuned directory: its spec file is the record (a field it lacks is False).
-  _write(directory, model_directory.SQUAD_FILE, {"uncased": True, "max_seq_length": 64})
+  _write(directory, SquadSpec.FILE, {"uncased": True, "max_seq_length": 64})
   assert model_directory.read_text_settings(directory) == {"uncased": True,
                                                            "keep_accents": False}
   assert model_directory.text_settings_file(directory).endswith("squad.json")
-  spec = model_directory.ClassifierSpec("sst-2", ("0", "1"), keep_accents=True)
-  _write(directory, model_directory.CLASSIFIER_FILE, model_directory.spec_values(spec))
+  spec = ClassifierSpec("sst-2", ("0", "1"), keep_accents=True)
+  _write(directory, ClassifierSpec.FILE, model_directory.spec_values(spec))
   assert model_directory.read_text_settings(directory) == {"uncased": False,
                                                            "keep_accents": True}
 
@@ -60,7 +63,7 @@ def test_a_bad_text_json_is_named_with_its_field(tmp_path, content, message):
 
 
 def test_a_spec_files_non_boolean_field_is_named(tmp_path):
-  _write(str(tmp_path), model_directory.TAGGER_FILE, {"labels": ["O"], "keep_accents": "yes"})
+  _write(str(tmp_path), TaggerSpec.FILE, {"labels": ["O"], "keep_accents": "yes"})
   with pytest.raises(ValueError, match=r"tagger.json: field 'keep_accents' must be a boolean"):
     model_directory.read_text_settings(str(tmp_path))
 

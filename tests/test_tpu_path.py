@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import pretrain_config
-from xlnet_tf.data import pretrain_dataset
+from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.training import optimization

@@ -31,7 +31,7 @@ from xlnet_tf import model_directory
 from xlnet_tf import load_pretrained
 from xlnet_tf import released_names
 from xlnet_tf.configs import XLNetConfig
-from xlnet_tf.convert import convert
+from xlnet_tf.convert.importer import convert
 from xlnet_tf.convert.huggingface import hf_to_released
 from xlnet_tf.data import classifier_features
 from xlnet_tf.data import classifier_tasks
@@ -39,6 +39,7 @@ from xlnet_tf.data import pretrain_records
 from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.training import finetuning
 from xlnet_tf.training import pretraining
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 STEPS = 20
 LOSS_TOLERANCE = 2e-5         # max |loss difference| / max(1, |loss|), any step
@@ -171,7 +172,7 @@ def test_classifier_matches_huggingface_step_by_step(spiece_model, tmp_path, wei
       lr_layer_decay_rate=lr_layer_decay_rate,
       lr_layer_decay_mode="released_gradient_scaling", stop_at_step=STEPS,
       steps_per_loop=1, save_steps=STEPS)
-  spec = model_directory.ClassifierSpec(task_name=task.name, labels=tuple(task.labels),
+  spec = ClassifierSpec(task_name=task.name, labels=tuple(task.labels),
                                         max_seq_length=32)
   strategy = tf.distribute.get_strategy()
   model, optimizer = finetuning.build_for_training(strategy, config, spec, options,

@@ -3,6 +3,7 @@
   >>> import xlnet_tf
   >>> model = xlnet_tf.load_pretrained("converted/xlnet_base", mem_len=384, reuse_len=256)
   >>> model = xlnet_tf.load_pretrained("xlnet_large_cased")   # a preset (xlnet_tf.presets)
+  >>> clf = xlnet_tf.from_preset("xlnet_base_cased", xlnet_tf.XLNetClassifier, num_classes=2)
 
 The names below are imported on first use, so that `import xlnet_tf.data.tokenization`
 (the preprocessing tools' only need) does not import TensorFlow and Keras. Keras
@@ -18,9 +19,15 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "XLNetConfig": "xlnet_tf.configs",
     "XLNetPretrainer": "xlnet_tf.models.xlnet_pretrainer",
+    "XLNetClassifier": "xlnet_tf.models.xlnet_classifier",
+    "XLNetMultipleChoice": "xlnet_tf.models.xlnet_multiple_choice",
+    "XLNetForSquad": "xlnet_tf.models.xlnet_squad",
+    "XLNetSimpleQA": "xlnet_tf.models.xlnet_simple_qa",
+    "XLNetTagger": "xlnet_tf.models.xlnet_tagger",
     "build_pretrainer": "xlnet_tf.models.xlnet_pretrainer",
     "XLNetEncoder": "xlnet_tf.networks.xlnet_encoder",
-    "load_pretrained": "xlnet_tf.pretrained",
+    "load_pretrained": "xlnet_tf.hub",
+    "from_preset": "xlnet_tf.hub",
     "save_pretrained": "xlnet_tf.pretrained",
 }
 __all__ = sorted(_EXPORTS)

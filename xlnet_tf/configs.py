@@ -172,6 +172,12 @@ class XLNetConfig:
   def replace(self, **changes) -> "XLNetConfig":
     return dataclasses.replace(self, **changes)
 
+  def for_finetuning(self, dropout: float = 0.1, dropatt: float = 0.1) -> "XLNetConfig":
+    """The run options of fine-tuning, as the released scripts set them: no memory, no
+    bi_data, bidirectional attention, the given dropout."""
+    return self.replace(mem_len=0, reuse_len=0, bi_data=False, same_length=False,
+                        attn_type="bi", dropout=dropout, dropatt=dropatt)
+
   # ---- HuggingFace -------------------------------------------------------------------
 
   @classmethod

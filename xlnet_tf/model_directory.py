@@ -8,50 +8,36 @@ checkpoint folder; a SavedModel is an "export", see `xlnet_tf.serving`).
                            default (cased, accents stripped): {"uncased": bool,
                            "keep_accents": bool}; a fine-tuned model records both in its
                            spec file instead. `read_text_settings` reads either.
-  <spec file>              a fine-tuned model's task spec (none for a pretrained model):
-                             classifier.json  ClassifierSpec (labels, regression, summary)
-                             tagger.json      TaggerSpec (tags, scheme)
-                             race.json        RaceSpec (lengths, levels, summary)
-                             squad.json       SQuAD window settings, null threshold
-                             qa_simple.json   SimpleQASpec (HF's XLNetForQuestionAnsweringSimple)
+  <spec file>              a fine-tuned model's head spec (none for a pretrained model):
+                           the FILE of its kind's spec class (`task_kind`), e.g.
+                           classifier.json of `ClassifierSpec`
 
 Written by pretraining (`pretrained.save_pretrained`), `xlnet_tf.convert` and every
 fine-tuning task through `write`: the weights are checked first (no NaN or infinite value is
 ever written) and the directory appears whole (built under a temporary name, then renamed
-over the old one). Read by `load_pretrained`, the tasks and `serving/` through `load` and
-the per-task loaders here; nothing in this module imports training code.
+over the old one). Read by `load_pretrained`, the tasks and `serving/` through `load`, which
+takes the spec class of the kind; this module knows no kind (it imports no model).
 
   >>> save(model, "runs/sst2/final", ClassifierSpec("sst-2", ("0", "1")), "spiece.model")
-  >>> model, spec = load_classifier("runs/sst2/final")
+  >>> model, spec = load("runs/sst2/final", ClassifierSpec)
 """
 
 import dataclasses
 import json
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from xlnet_tf import task_kind
 from xlnet_tf.configs import XLNetConfig
-from xlnet_tf.models.xlnet_classifier import build_classifier
-from xlnet_tf.models.xlnet_multiple_choice import build_multiple_choice
-from xlnet_tf.models.xlnet_simple_qa import build_simple_qa
-from xlnet_tf.models.xlnet_squad import build_squad_model
-from xlnet_tf.models.xlnet_tagger import build_tagger
 
 CONFIG_FILE = "xlnet_config.json"
 CHECKPOINT_PREFIX = "model.ckpt"
 SPIECE_FILE = "spiece.model"
-CLASSIFIER_FILE = "classifier.json"
-TAGGER_FILE = "tagger.json"
-RACE_FILE = "race.json"
-SQUAD_FILE = "squad.json"
-QA_SIMPLE_FILE = "qa_simple.json"
 TEXT_FILE = "text.json"
-# The spec files of fine-tuned models, each recording `uncased` and `keep_accents`.
-SPEC_FILES = (CLASSIFIER_FILE, TAGGER_FILE, RACE_FILE, SQUAD_FILE, QA_SIMPLE_FILE)
 TEXT_KEYS = ("uncased", "keep_accents")
 
 
@@ -190,7 +176,7 @@ def _check_text_settings(values: Any, what: str) -> Dict[str, bool]:
 def text_settings_file(directory: str) -> Optional[str]:
   """The file recording the text normalisation of a model directory (its spec file, else
   TEXT_FILE), or None when it records none (the default: cased, accents stripped)."""
-  for name in SPEC_FILES + (TEXT_FILE,):
+  for name in task_kind.spec_files() + (TEXT_FILE,):
     path = os.path.join(directory, name)
     if tf.io.gfile.exists(path):
       return path
@@ -199,7 +185,7 @@ def text_settings_file(directory: str) -> Optional[str]:
 
 def read_text_settings(directory: str) -> Dict[str, bool]:
   """The text normalisation of a model directory, {"uncased": bool, "keep_accents": bool}:
-  a fine-tuned directory's spec file's (the first of SPEC_FILES present; a field it lacks
+  a fine-tuned directory's spec file's (the registered kinds' spec files; a field it lacks
   is False), else TEXT_FILE's, else both False (cased, accents stripped, as released).
 
   Raises:
@@ -228,17 +214,18 @@ def read_text_settings(directory: str) -> Dict[str, bool]:
   return settings
 
 
-def load(directory: str, spec_file: str,
-         build: Callable[[XLNetConfig, Dict[str, Any]], Tuple[tf_keras.Model, Any]],
-         written_by: str):
-  """(model, spec) of a fine-tuned model directory: `build(config, spec values)` gives
-  them, then every weight of the model is read from model.ckpt (a mismatch raises). A
-  missing file raises FileNotFoundError naming it and `written_by`."""
-  for name in (CONFIG_FILE, spec_file, CHECKPOINT_PREFIX + ".index"):
+def load(directory: str, spec_class, **build_options):
+  """(model, spec) of a fine-tuned model directory of the kind of `spec_class` (e.g.
+  `ClassifierSpec`): the spec read from its FILE (`spec_class.from_values`), the model
+  built by `spec.build_model(config, **build_options)`, then every weight of the model read
+  from model.ckpt (a mismatch raises). A missing file raises FileNotFoundError naming it and
+  what writes such a directory."""
+  for name in (CONFIG_FILE, spec_class.FILE, CHECKPOINT_PREFIX + ".index"):
     if not tf.io.gfile.exists(os.path.join(directory, name)):
       raise FileNotFoundError(f"{directory}: no {name}; expected a directory written by "
-                              f"{written_by}")
-  model, spec = build(read_config(directory), read_spec(directory, spec_file))
+                              f"{spec_class.WRITTEN_BY}")
+  spec = spec_class.from_values(read_spec(directory, spec_class.FILE), source=directory)
+  model = spec.build_model(read_config(directory), **build_options)
   status = tf.train.Checkpoint(model=model).read(os.path.join(directory, CHECKPOINT_PREFIX))
   status.assert_existing_objects_matched().expect_partial()
   return model, spec
@@ -258,135 +245,7 @@ def spec_values(spec) -> Dict[str, Any]:
 
 
 def save(model: tf_keras.Model, directory: str, spec, spiece_model: Optional[str]) -> str:
-  """`write` of a fine-tuned model with its spec: a ClassifierSpec, TaggerSpec, RaceSpec or
-  SimpleQASpec (into its spec file), or the settings dict of a SQuAD model (squad.json)."""
-  if isinstance(spec, dict):
-    return write(model, directory, SQUAD_FILE, spec, spiece_model)
-  spec_file = {ClassifierSpec: CLASSIFIER_FILE, TaggerSpec: TAGGER_FILE,
-               RaceSpec: RACE_FILE, SimpleQASpec: QA_SIMPLE_FILE}[type(spec)]
-  return write(model, directory, spec_file, spec_values(spec), spiece_model)
-
-
-# ---- the task specs and their loaders ----------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class ClassifierSpec:
-  """What a classifier predicts and how its inputs are made (classifier.json)."""
-  task_name: str
-  labels: Optional[Sequence[str]]          # None for regression
-  is_regression: bool = False
-  max_seq_length: int = 128
-  uncased: bool = False
-  summary_type: str = "last"
-  use_proj: bool = True
-  # The summary's activation (`SequenceSummary`): None is the released tanh on the
-  # projection (none without it); models imported from HuggingFace record theirs.
-  summary_activation: Optional[str] = None
-  keep_accents: bool = False            # the text keeps its accents (HF's keep_accents)
-
-  @property
-  def num_classes(self) -> int:
-    return 1 if self.is_regression else len(self.labels)
-
-
-@dataclasses.dataclass(frozen=True)
-class TaggerSpec:
-  """What a tagger predicts and how its inputs are made (tagger.json)."""
-  task_name: str
-  labels: Sequence[str]                 # tag strings in id order
-  max_seq_length: int = 128
-  uncased: bool = False
-  scheme: str = "tags"                  # "bio": also entity-level metrics
-  keep_accents: bool = False
-
-  @property
-  def num_labels(self) -> int:
-    return len(self.labels)
-
-
-@dataclasses.dataclass(frozen=True)
-class RaceSpec:
-  """What a fine-tuned RACE model reads and how it is built (race.json)."""
-  task: str = "race"
-  max_seq_length: int = 512
-  max_qa_length: int = 128
-  uncased: bool = False
-  levels: Tuple[str, ...] = ("middle", "high")
-  summary_type: str = "last"
-  use_proj: bool = True
-  summary_activation: Optional[str] = None   # see ClassifierSpec
-  keep_accents: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class SimpleQASpec:
-  """A span QA model with HF's simple head (`XLNetSimpleQA`, qa_simple.json): the SQuAD
-  window settings of its export (SQuAD v1.1: the head has no answer class)."""
-  max_seq_length: int = 512
-  max_query_length: int = 64
-  doc_stride: int = 128
-  start_n_top: int = 5
-  end_n_top: int = 5
-  uncased: bool = False
-  keep_accents: bool = False
-
-
-def load_classifier(directory: str):
-  """(XLNetClassifier, ClassifierSpec) of a fine-tuned classifier's directory."""
-  def build(config, values):
-    spec = ClassifierSpec(**values)
-    return build_classifier(config, spec.num_classes, summary_type=spec.summary_type,
-                            use_proj=spec.use_proj, is_regression=spec.is_regression,
-                            summary_activation=spec.summary_activation), spec
-  return load(directory, CLASSIFIER_FILE, build,
-              written_by="the xlnet/classification task (run_classifier, experiments.train) "
-                         "or xlnet_tf.convert")
-
-
-def load_tagger(directory: str):
-  """(XLNetTagger, TaggerSpec) of a fine-tuned tagger's directory."""
-  def build(config, values):
-    spec = TaggerSpec(**{**values, "labels": tuple(values["labels"])})
-    return build_tagger(config, spec.num_labels), spec
-  return load(directory, TAGGER_FILE, build, written_by="the xlnet/tagging task")
-
-
-def load_race(directory: str):
-  """(XLNetMultipleChoice, RaceSpec) of a fine-tuned RACE model's directory."""
-  def build(config, values):
-    if values.get("task") != "race":
-      raise ValueError(f"{directory}: {RACE_FILE} is of task {values.get('task')!r}, not "
-                       f"'race'")
-    spec = RaceSpec(**{**values, "levels": tuple(values.get("levels", RaceSpec.levels))})
-    return build_multiple_choice(config, summary_type=spec.summary_type,
-                                 use_proj=spec.use_proj,
-                                 summary_activation=spec.summary_activation), spec
-  return load(directory, RACE_FILE, build,
-              written_by="the xlnet/race task (run_race --do_train, experiments.train)")
-
-
-def load_squad(directory: str, start_n_top: Optional[int] = None,
-               end_n_top: Optional[int] = None):
-  """(XLNetForSquad, squad.json values) of a fine-tuned SQuAD model's directory; the head
-  searches start_n_top x end_n_top candidates (default: squad.json's, else 5 x 5); its
-  answer class reads squad.json's answer_class_start (default "expected", as released;
-  "gold" for models imported from HuggingFace)."""
-  def build(config, values):
-    return build_squad_model(config, start_n_top or values.get("start_n_top", 5),
-                             end_n_top or values.get("end_n_top", 5), 0.0,
-                             answer_class_start=values.get("answer_class_start",
-                                                           "expected")), values
-  return load(directory, SQUAD_FILE, build,
-              written_by="the xlnet/squad task (run_squad --do_train, experiments.train) "
-                         "or xlnet_tf.convert")
-
-
-def load_qa_simple(directory: str, start_n_top: Optional[int] = None,
-                   end_n_top: Optional[int] = None):
-  """(XLNetSimpleQA, SimpleQASpec) of a simple span QA model's directory (imported from
-  HuggingFace's XLNetForQuestionAnsweringSimple by xlnet_tf.convert)."""
-  def build(config, values):
-    spec = SimpleQASpec(**values)
-    return build_simple_qa(config, start_n_top or spec.start_n_top,
-                           end_n_top or spec.end_n_top), spec
-  return load(directory, QA_SIMPLE_FILE, build, written_by="xlnet_tf.convert")
+  """`write` of a fine-tuned model with its spec (a spec of a `task_kind`, written to its
+  class's FILE)."""
+  values = dict(spec) if isinstance(spec, dict) else spec_values(spec)
+  return write(model, directory, type(spec).FILE, values, spiece_model)

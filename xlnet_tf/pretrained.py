@@ -9,7 +9,9 @@ Layout (written by `save_pretrained`, by `python -m xlnet_tf.convert`, and by pr
 
 Example:
   >>> model = load_pretrained("converted/xlnet_base", mem_len=384, reuse_len=256)
-  >>> model = load_pretrained("xlnet_base_cased")     # a preset: downloaded once, cached
+
+A preset's name ("xlnet_base_cased") becomes a directory in `xlnet_tf.hub`
+(`xlnet_tf.load_pretrained` takes either).
 """
 
 import collections
@@ -36,23 +38,18 @@ def save_pretrained(model: XLNetPretrainer, directory: str, spiece_model: str = 
   model_directory.write(model, directory, spiece_model=spiece_model, text=text)
 
 
-def load_pretrained(directory: str, cache_dir: Optional[str] = None, progress: bool = True,
-                    **run_options) -> XLNetPretrainer:
+def load_pretrained(directory: str, **run_options) -> XLNetPretrainer:
   """The pretraining model (encoder + tied LM head) with the weights in `directory`.
 
   Args:
-    directory: written by `save_pretrained` or `python -m xlnet_tf.convert`; or the name
-      of a preset ("xlnet_base_cased", "xlnet_large_cased", see `xlnet_tf.presets`),
-      downloaded and converted into the cache on first use.
-    cache_dir: the presets' cache (default $XLNET_TF_CACHE, else ~/.cache/xlnet_tf).
-    progress: show the download's progress on stderr.
+    directory: written by `save_pretrained`, pretraining or `python -m xlnet_tf.convert`
+      (a preset's name: `xlnet_tf.hub.load_pretrained`).
     **run_options: overrides of mem_len, reuse_len, bi_data, clamp_len, same_length,
       attn_type, dropout, dropatt.
   Raises:
     ValueError: an override that is not a run option; a checkpoint that does not match the
       config (naming the variable).
-    FileNotFoundError: naming the missing file; `directory` neither a directory nor a
-      preset (listing the presets).
+    FileNotFoundError: naming the missing file.
     model_directory.NonFiniteError: a weight holds NaN or an infinity (naming the
       directory and the weight).
   """
@@ -61,9 +58,6 @@ def load_pretrained(directory: str, cache_dir: Optional[str] = None, progress: b
     raise ValueError(f"load_pretrained: {unknown} cannot be overridden; the run options are "
                      f"{list(RUN_OPTION_KEYS)} (the architecture comes from "
                      f"{model_directory.CONFIG_FILE})")
-  if not tf.io.gfile.isdir(directory):
-    from xlnet_tf import presets  # pylint: disable=g-import-not-at-top
-    directory = presets.model_dir(directory, cache_dir, progress=progress)
   config = XLNetConfig.from_json_file(os.path.join(directory, model_directory.CONFIG_FILE))
   config = config.replace(**run_options)
   model = build_pretrainer(config)

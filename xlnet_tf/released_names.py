@@ -13,6 +13,17 @@ from typing import Dict, List, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
+# The released archives' files (zihangdai/xlnet's README: xlnet_config.json, the TF1
+# checkpoint xlnet_model.ckpt, spiece.model), under the archive's top-level directory.
+RELEASED_CONFIG_FILE = "xlnet_config.json"
+RELEASED_CHECKPOINT_PREFIX = "xlnet_model.ckpt"
+RELEASED_SPIECE_FILE = "spiece.model"
+RELEASED_FILES = (RELEASED_CONFIG_FILE,
+                  f"{RELEASED_CHECKPOINT_PREFIX}.index",
+                  f"{RELEASED_CHECKPOINT_PREFIX}.data-00000-of-00001",
+                  f"{RELEASED_CHECKPOINT_PREFIX}.meta",
+                  RELEASED_SPIECE_FILE)
+
 TRANSFORMER = "model/transformer"
 LM_BIAS = "model/lm_loss/bias"
 MASK_EMB = f"{TRANSFORMER}/mask_emb/mask_emb"
@@ -189,3 +200,19 @@ def load_released_checkpoint(prefix: str, targets: Mapping[str, tf.Variable],
     if name not in kept:
       variable.assign(reader.get_tensor(name))
   return kept
+
+
+# The heads only HuggingFace models have, by the names of our layers (the original has no
+# such head): XLNetForTokenClassification's and XLNetForQuestionAnsweringSimple's.
+TAGGER_HEAD = ("classifier/kernel", "classifier/bias")
+QA_SIMPLE_HEAD = ("qa_outputs/kernel", "qa_outputs/bias")
+
+
+def tagger_head_variables(model) -> Dict[str, tf.Variable]:
+  """Converted name -> variable of an `XLNetTagger`'s head."""
+  return dict(zip(TAGGER_HEAD, (model.classifier.kernel, model.classifier.bias)))
+
+
+def qa_simple_head_variables(model) -> Dict[str, tf.Variable]:
+  """Converted name -> variable of an `XLNetSimpleQA`'s head."""
+  return dict(zip(QA_SIMPLE_HEAD, (model.qa_outputs.kernel, model.qa_outputs.bias)))

@@ -29,8 +29,10 @@ from absl import flags
 
 from xlnet_tf import console
 from xlnet_tf import paths
-from xlnet_tf.convert import ConvertOptions
-from xlnet_tf.convert import convert
+from xlnet_tf import task_kind
+from xlnet_tf.tasks import all_tasks  # noqa: F401  (registers the task kinds)
+from xlnet_tf.convert.importer import ConvertOptions
+from xlnet_tf.convert.importer import convert
 from xlnet_tf.convert import task_heads
 
 _SOURCE = flags.DEFINE_string(
@@ -53,7 +55,7 @@ _TO = flags.DEFINE_enum(
     "(config.json, model.safetensors, spiece.model + tokenizer files, README.md; see "
     "xlnet_tf.convert.to_huggingface).")
 _TASK = flags.DEFINE_enum(
-    "task", "auto", ["auto", "pretrained", *task_heads.TASKS],
+    "task", "auto", ["auto", "pretrained", *task_kind.head_kinds()],
     "auto: a TF1 checkpoint without mask_emb and model/lm_loss/bias (written by the "
     "original's fine-tuning scripts) converts with its task head, if it has one; otherwise "
     "the pretrained layout; a HuggingFace task model converts with its head. pretrained: "

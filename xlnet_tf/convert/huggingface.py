@@ -51,6 +51,7 @@ import tensorflow as tf
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf import model_directory
 from xlnet_tf import released_names as names
+from xlnet_tf import task_kind
 from xlnet_tf.convert import task_heads
 from xlnet_tf.convert.source import SourceWeights
 from xlnet_tf.data import layouts
@@ -82,16 +83,25 @@ HEAD_KEYS = {
               "answer_class.dense_1.weight"),
 }
 _HEAD_KEY_GROUP = {key: group for group, keys in HEAD_KEYS.items() for key in keys}
-# The one table of HuggingFace's XLNet model classes: our output kind -> the class an export
-# writes (`to_huggingface`); its inverse, plus XLNetModel (no head, the pretrained layout),
-# is what an import reads.
-KIND_ARCHITECTURES = {
-    "pretrained": "XLNetLMHeadModel", "classifier": "XLNetForSequenceClassification",
-    "race": "XLNetForMultipleChoice", "tagger": "XLNetForTokenClassification",
-    "qa_simple": "XLNetForQuestionAnsweringSimple", "squad": "XLNetForQuestionAnswering",
-}
-# HF's model classes -> the kind of our output ("pretrained": no head).
-ARCHITECTURES = {**{a: k for k, a in KIND_ARCHITECTURES.items()}, "XLNetModel": "pretrained"}
+
+
+def architecture_out(kind: str) -> str:
+  """The HuggingFace class an export of a model of `kind` writes (its `task_kind` record);
+  ValueError saying why when the kind has none."""
+  record = task_kind.get(kind)
+  if record.hf_architecture_out is None:
+    raise ValueError(f"a {kind} model cannot be exported to HuggingFace: "
+                     f"{record.hf_not_exportable}")
+  return record.hf_architecture_out
+
+
+def architectures_in() -> Dict[str, str]:
+  """HF's model classes -> the kind of our output ("pretrained": no head), from the
+  `task_kind` records."""
+  return {architecture: kind.name for kind in task_kind.kinds()
+          for architecture in kind.hf_architectures_in}
+
+
 _GROUP_ARCHITECTURES = {
     "summary": "XLNetForSequenceClassification or XLNetForMultipleChoice",
     "tagger": "XLNetForTokenClassification", "qa_simple": "XLNetForQuestionAnsweringSimple",
@@ -464,11 +474,11 @@ def _architecture(weights: HFSourceWeights) -> Optional[str]:
   if isinstance(listed, str) or not all(isinstance(a, str) for a in listed):
     raise ValueError(f"{where}: architectures is {listed!r}, expected a list of HuggingFace "
                      f"class names")
-  unknown = [a for a in listed if a not in ARCHITECTURES]
+  unknown = [a for a in listed if a not in architectures_in()]
   if unknown:
     raise ValueError(f"{where}: architectures {listed} names {unknown}, which is not an "
                      f"XLNet model class this converter knows; expected one of "
-                     f"{sorted(ARCHITECTURES)}")
+                     f"{sorted(architectures_in())}")
   if len(set(listed)) > 1:
     raise ValueError(f"{where}: architectures {listed} lists {len(set(listed))} models (the "
                      f"heads of different tasks); expected the one class the weights were "
@@ -599,7 +609,7 @@ def identify_hf_head(weights: HFSourceWeights, task: str = "auto",
   Args:
     task: "auto" (the directory's head, or the pretrained layout without one),
       "pretrained" (the encoder alone: the head's tensors are left out) or one of
-      `task_heads.TASKS` (that head, or an error).
+      `task_kind.head_kinds()` (that head, or an error).
     labels: the classifier's or tagger's label names (default: id2label).
     task_name: the classifier's task (default: config.json's finetuning_task, else
       "huggingface"); the export takes text pairs for a pair task of our registry.
@@ -619,7 +629,7 @@ def identify_hf_head(weights: HFSourceWeights, task: str = "auto",
                      f"the head of one HuggingFace model class ({where} architectures: "
                      f"{weights.hf_config.get('architectures')})")
   group = next(iter(groups), None)
-  kind = ARCHITECTURES.get(architecture) if architecture else None
+  kind = architectures_in().get(architecture) if architecture else None
   inferred = None                 # a note when the head names the class
   if group is None:
     if kind not in (None, "pretrained"):
@@ -644,7 +654,7 @@ def identify_hf_head(weights: HFSourceWeights, task: str = "auto",
       kind = "classifier"
     else:
       kind = {"tagger": "tagger", "qa_simple": "qa_simple", "squad": "squad"}[group]
-    architecture = KIND_ARCHITECTURES[kind]
+    architecture = architecture_out(kind)
     inferred = f"{where} has no architectures: the head's tensors are {architecture}'s"
   if task_name is not None and kind != "classifier":
     raise ValueError(f"--task_name {task_name}: names a classification task; {weights.path} "

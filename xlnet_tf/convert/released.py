@@ -14,8 +14,8 @@ from xlnet_tf.configs import XLNetConfig
 from xlnet_tf import released_names as names
 from xlnet_tf.convert.source import SourceWeights
 
-CONFIG_FILE = "xlnet_config.json"
-CHECKPOINT_PREFIX = "xlnet_model.ckpt"
+CONFIG_FILE = names.RELEASED_CONFIG_FILE
+CHECKPOINT_PREFIX = names.RELEASED_CHECKPOINT_PREFIX
 
 
 def checkpoint_prefix(directory: str) -> str:

@@ -37,12 +37,12 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from xlnet_tf import released_names as names
+from xlnet_tf import task_kind
 from xlnet_tf.configs import XLNetConfig
 
-TASKS = ("classifier", "squad", "race", "tagger", "qa_simple")
 # The heads only HuggingFace models have, by the names of our layers (see the docstring).
-TAGGER_HEAD = ("classifier/kernel", "classifier/bias")
-QA_SIMPLE_HEAD = ("qa_outputs/kernel", "qa_outputs/bias")
+TAGGER_HEAD = names.TAGGER_HEAD
+QA_SIMPLE_HEAD = names.QA_SIMPLE_HEAD
 SUMMARY_TYPES = ("last", "first", "mean", "attn")
 
 _LOGIT = re.compile(r"^model/(classification|regression)_(.+)/logit/(kernel|bias)$")
@@ -57,23 +57,13 @@ ORIGINAL_LABELS = {
 }
 OUR_TASK_NAME = {"mnli_matched": "mnli", "mnli_mismatched": "mnli"}
 
-_DESCRIPTION = {
-    "classifier": "classification head (model/classification_<task>/logit or "
-                  "model/regression_<task>/logit)",
-    "squad": "SQuAD head (start_logits/, end_logits/, answer_class/)",
-    "race": "RACE head (logits/dense)",
-    "tagger": "token classification head (HuggingFace's XLNetForTokenClassification; the "
-              "original has none)",
-    "qa_simple": "simple span QA head (HuggingFace's XLNetForQuestionAnsweringSimple; the "
-                 "original has none)",
-}
 
 
 @dataclasses.dataclass(frozen=True)
 class Head:
   """The task head found in a checkpoint.
 
-  kind: one of `TASKS`.
+  kind: a `task_kind` with a head (`task_kind.head_kinds()`).
   names: the released names of its variables (what is loaded).
   task_name: classifier: the <task> of model/classification_<task> (or regression_<task>).
   is_regression: classifier: a regression head (one score).
@@ -172,7 +162,7 @@ def identify_head(heads: Mapping[str, np.ndarray], config: XLNetConfig, source: 
   """The head to load from `heads` (task-head arrays by released name), checked.
 
   Args:
-    task: "auto" (the checkpoint's only head, None if it has none) or one of `TASKS`.
+    task: "auto" (the checkpoint's only head, None if it has none) or one of `task_kind.head_kinds()`.
     task_name: chooses among several classification heads (the <task> of the scope).
     summary_type: None to infer it ("attn" when its variables are there, else "last", the
       original's default: "first" and "mean" have no variables of their own).
@@ -183,8 +173,8 @@ def identify_head(heads: Mapping[str, np.ndarray], config: XLNetConfig, source: 
     incomplete head; a variable the original does not write; a shape that does not fit the
     config; labels that do not match the head.
   """
-  if task != "auto" and task not in TASKS:
-    raise ValueError(f"--task must be auto, pretrained or one of {list(TASKS)}, got {task!r}")
+  if task != "auto" and task not in task_kind.head_kinds():
+    raise ValueError(f"--task must be auto, pretrained or one of {list(task_kind.head_kinds())}, got {task!r}")
   scopes, projection, attention, squad, race = _partition(heads, source)
   found = {kind: present for kind, present in
            (("classifier", sorted(n for parts in scopes.values() for n in parts.values())),
@@ -194,7 +184,8 @@ def identify_head(heads: Mapping[str, np.ndarray], config: XLNetConfig, source: 
       if projection or attention:
         raise _fail(source, f"the checkpoint has sequence-summary variables "
                             f"{sorted(projection + attention)} but no logit layer on them "
-                            f"(no {_DESCRIPTION['classifier']} or {_DESCRIPTION['race']})")
+                            f"(no {task_kind.get('classifier').description} or "
+                            f"{task_kind.get('race').description})")
       return None
     if len(found) > 1:
       listed = "; ".join(f"{kind}: {present[0]}, ..." for kind, present in found.items())
@@ -205,7 +196,8 @@ def identify_head(heads: Mapping[str, np.ndarray], config: XLNetConfig, source: 
   elif task not in found:
     have = f"its task-head variables are {sorted(heads)}" if heads else (
         "it has no task-head variables")
-    raise _fail(source, f"--task {task}: no {_DESCRIPTION[task]} in the checkpoint; {have}")
+    raise _fail(source, f"--task {task}: no {task_kind.get(task).description} in the "
+                        f"checkpoint; {have}")
 
   d = config.d_model
   if task == "squad":
@@ -327,25 +319,17 @@ def check_shapes(head: Head, heads: Mapping[str, np.ndarray], config: XLNetConfi
 def build_task_model(head: Head, config: XLNetConfig, start_n_top: int = 5,
                      end_n_top: int = 5):
   """Our model for `head` (every weight created; memory off, as in fine-tuning)."""
-  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.models.xlnet_classifier import build_classifier
-  from xlnet_tf.models.xlnet_multiple_choice import build_multiple_choice
-  from xlnet_tf.models.xlnet_simple_qa import build_simple_qa
-  from xlnet_tf.models.xlnet_squad import build_squad_model
-  from xlnet_tf.models.xlnet_tagger import build_tagger
-  if head.kind == "squad":
-    return build_squad_model(config, start_n_top, end_n_top,
-                             answer_class_start=head.answer_class_start)
-  if head.kind == "qa_simple":
-    return build_simple_qa(config, start_n_top, end_n_top)
+  build = task_kind.get(head.kind).build_model
+  if head.kind in ("squad", "qa_simple"):
+    extra = {"answer_class_start": head.answer_class_start} if head.kind == "squad" else {}
+    return build(config, start_n_top, end_n_top, **extra)
   if head.kind == "tagger":
-    return build_tagger(config, head.num_outputs)
+    return build(config, head.num_outputs)
   summary = dict(summary_type=our_summary_type(head.summary_type), use_proj=head.use_proj,
                  summary_activation=head.activation)
   if head.kind == "race":
-    return build_multiple_choice(config, **summary)
-  return build_classifier(config, head.num_outputs, is_regression=head.is_regression,
-                          **summary)
+    return build(config, **summary)
+  return build(config, head.num_outputs, is_regression=head.is_regression, **summary)
 
 
 # The one table of summary types shared with HuggingFace: HF's XLNetSequenceSummary
@@ -363,16 +347,9 @@ def our_summary_type(summary_type: Optional[str]) -> Optional[str]:
 
 
 def head_variables(head: Head, model):
-  """Released name -> our variable, for the head of `model` (built by `build_task_model`)."""
-  if head.kind == "squad":
-    return names.squad_head_variables(model)
-  if head.kind == "race":
-    return names.race_head_variables(model)
-  if head.kind == "tagger":
-    return dict(zip(TAGGER_HEAD, (model.classifier.kernel, model.classifier.bias)))
-  if head.kind == "qa_simple":
-    return dict(zip(QA_SIMPLE_HEAD, (model.qa_outputs.kernel, model.qa_outputs.bias)))
-  return names.classifier_head_variables(model, head.task_name)
+  """Released name -> our variable, for the head of `model` (built by `build_task_model`):
+  the kind's `head_variables`."""
+  return task_kind.get(head.kind).head_variables(model, head.task_name)
 
 
 def load_task_model(model, head: Head, encoder_arrays: Mapping[str, np.ndarray],

@@ -72,30 +72,25 @@ import numpy as np
 from xlnet_tf import model_card
 from xlnet_tf import model_directory
 from xlnet_tf import released_names as names
-from xlnet_tf import convert
+from xlnet_tf.convert import importer
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.convert import huggingface
 from xlnet_tf.convert import task_heads
 from xlnet_tf.data import tokenization
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
+from xlnet_tf import pretrained
+from xlnet_tf import task_kind
 
 CONFIG_FILE = huggingface.CONFIG_FILE
 WEIGHTS_FILE = "model.safetensors"
 assert WEIGHTS_FILE in huggingface.WEIGHT_FILES
 TOKENIZER_CONFIG_FILE = huggingface.TOKENIZER_CONFIG_FILE
 SPECIAL_TOKENS_FILE = "special_tokens_map.json"
-REPORT_FILE = convert.REPORT_FILE        # conversion.json, as an import's
+REPORT_FILE = importer.REPORT_FILE        # conversion.json, as an import's
 # Everything an export writes (a previous export holds nothing else).
 EXPORT_FILES = (CONFIG_FILE, WEIGHTS_FILE, model_directory.SPIECE_FILE, TOKENIZER_CONFIG_FILE,
                 SPECIAL_TOKENS_FILE, model_card.CARD_FILE, REPORT_FILE)
 
-# Our model directory kinds: spec file -> kind; without a spec file, "pretrained".
-_SPEC_FILES = ((model_directory.CLASSIFIER_FILE, "classifier"),
-               (model_directory.SQUAD_FILE, "squad"), (model_directory.RACE_FILE, "race"),
-               (model_directory.TAGGER_FILE, "tagger"),
-               (model_directory.QA_SIMPLE_FILE, "qa_simple"))
-# Our output kind -> HuggingFace's class (the import's table, `huggingface`).
-ARCHITECTURES = huggingface.KIND_ARCHITECTURES
 # Our summary types -> HuggingFace's XLNetSequenceSummary summary_type (`task_heads`).
 HF_SUMMARY_TYPES = task_heads.HF_SUMMARY_TYPES
 # Our summary activations (`sequence_summary.ACTIVATIONS`) -> HF's `summary_activation`.
@@ -156,13 +151,14 @@ def detect_kind(model_dir: str) -> str:
     raise ValueError(
         f"--source {model_dir}: not an xlnet_tf model directory: it has no {missing[0]}. "
         f"Expected {required[0]} and {required[1]} (written by training, xlnet_tf.convert or "
-        f"save_pretrained), plus one of {', '.join(f for f, _ in _SPEC_FILES)} for a "
+        f"save_pretrained), plus one of {', '.join(task_kind.spec_files())} for a "
         f"fine-tuned model; found {found[:20]}{' ...' if len(found) > 20 else ''}{hint}")
-  kinds = [(f, kind) for f, kind in _SPEC_FILES if os.path.isfile(os.path.join(model_dir, f))]
-  if len(kinds) > 1:
-    raise ValueError(f"--source {model_dir}: holds the spec files of several tasks "
-                     f"({[f for f, _ in kinds]}); a model directory has at most one")
-  return kinds[0][1] if kinds else "pretrained"
+  try:
+    kind = task_kind.of_model_dir(model_dir)
+  except ValueError as e:
+    raise ValueError(f"--source {e}") from None
+  huggingface.architecture_out(kind.name)          # a kind HF has no class for: why
+  return kind.name
 
 
 def _read_spec(model_dir: str, spec_file: str) -> Dict[str, Any]:
@@ -185,26 +181,15 @@ def _hf_summary_type(model_dir: str, spec_file: str, spec: Dict[str, Any]) -> st
 
 def _load(model_dir: str, kind: str):
   """(our model, its spec values) of the model directory."""
-  # pylint: disable=g-import-not-at-top
-  from xlnet_tf import pretrained
-  if kind == "pretrained":
+  if kind == task_kind.PRETRAINED:
     # Not load_pretrained, which refuses non-finite weights by our names: the exporter's
     # own check names them by their HuggingFace names and --source, for every kind.
     model = build_pretrainer(model_directory.read_config(model_dir))
     pretrained.restore_weights(model,
                                os.path.join(model_dir, model_directory.CHECKPOINT_PREFIX))
     return model, {}
-  if kind == "classifier":
-    model, spec = model_directory.load_classifier(model_dir)
-  elif kind == "race":
-    model, spec = model_directory.load_race(model_dir)
-  elif kind == "tagger":
-    model, spec = model_directory.load_tagger(model_dir)
-  elif kind == "qa_simple":
-    model, spec = model_directory.load_qa_simple(model_dir)
-  else:
-    return model_directory.load_squad(model_dir)
-  return model, model_directory.spec_values(spec)
+  model, spec = model_directory.load(model_dir, task_kind.get(kind).spec_class)
+  return model, dict(spec) if isinstance(spec, dict) else model_directory.spec_values(spec)
 
 
 # ---- our weights -> HuggingFace's tensors ------------------------------------------------
@@ -287,14 +272,14 @@ def hf_config(config: XLNetConfig, kind: str, model, spec: Dict[str, Any],
   notes = []
   values.update(
       {k: v for k, v in huggingface.HF_DEFAULTS.items() if k in _WRITTEN_DEFAULTS},
-      architectures=[ARCHITECTURES[kind]], model_type="xlnet", d_head=config.d_head,
+      architectures=[huggingface.architecture_out(kind)], model_type="xlnet", d_head=config.d_head,
       tie_word_embeddings=True, dtype="float32", **_TOKEN_IDS)
   if config.dropatt != config.dropout:
     notes.append(f"dropatt {config.dropatt} is not carried over: HuggingFace's XLNet drops "
                  f"attention probabilities at `dropout` ({config.dropout}) too")
   if kind in ("classifier", "race"):
-    spec_file = (model_directory.CLASSIFIER_FILE if kind == "classifier"
-                 else model_directory.RACE_FILE)
+
+
     # HF applies summary_activation with or without the projection, as ours does.
     activation = model.sequence_summary.activation
     if activation not in HF_SUMMARY_ACTIVATIONS:
@@ -354,7 +339,6 @@ def tokenizer_files(text: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
 def _check_spiece(path: str, n_token: int) -> int:
   """The piece count of `path`, checked: the XLNet special pieces at their ids, and no
   more pieces than the model's n_token."""
-  from xlnet_tf.data import tokenization  # pylint: disable=g-import-not-at-top
   sp = tokenization.load_spiece(path)
   size = sp.get_piece_size()
   if size > n_token:
@@ -371,7 +355,7 @@ def check_output(source: str, output: str, overwrite: bool = False) -> None:
   or be an empty directory; with `overwrite` it may be a previous export (conversion.json
   and only the files an export writes)."""
   try:
-    convert.check_locations(source, output, overwrite=False)
+    importer.check_locations(source, output, overwrite=False)
     return
   except FileExistsError:
     pass              # every other check passed: only the existing output is in question
@@ -449,7 +433,7 @@ def measure_parity(model, kind: str, hf_dir: str) -> Tuple[Optional[float], str]
   except ImportError:
     return None, NOT_MEASURED
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  hf_class = getattr(transformers, ARCHITECTURES[kind])
+  hf_class = getattr(transformers, huggingface.architecture_out(kind))
   hf_model, info = hf_class.from_pretrained(hf_dir, output_loading_info=True)
   problems = {k: v for k, v in info.items() if v}
   if problems:
@@ -531,7 +515,7 @@ def _probe_pairs(model, kind: str, hf_model, torch, tf):
 
 def _card(model_dir: str, kind: str, config: XLNetConfig, spec: Dict[str, Any],
           licence: str, parity: str, files: List[str], hf_values: Dict[str, Any]) -> str:
-  task = convert.CARD_TASKS[kind]
+  task = task_kind.get(kind).card_task
   labels = None
   if kind == "classifier":
     if spec.get("is_regression"):
@@ -550,10 +534,10 @@ def _card(model_dir: str, kind: str, config: XLNetConfig, spec: Dict[str, Any],
     shown_licence = "unknown: see the source"
   else:
     shown_licence = licence
-  details = {"HuggingFace class": f"{ARCHITECTURES[kind]} (transformers)",
+  details = {"HuggingFace class": f"{huggingface.architecture_out(kind)} (transformers)",
              "Files": ", ".join(files)}
-  if kind in convert.CARD_HEADS:
-    details["Head"] = convert.CARD_HEADS[kind]
+  if task_kind.get(kind).card_head:
+    details["Head"] = task_kind.get(kind).card_head
   if spec.get("max_seq_length"):
     details["Fine-tuned with max_seq_length"] = spec["max_seq_length"]
   if kind in ("classifier", "race"):
@@ -587,7 +571,7 @@ def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) 
   """
   check_output(model_dir, output, overwrite)
   kind = detect_kind(model_dir)
-  spec_file = dict((k, f) for f, k in _SPEC_FILES).get(kind)
+  spec_file = task_kind.get(kind).spec_file
   spec = _read_spec(model_dir, spec_file) if spec_file else {}
   if kind in ("classifier", "race"):
     _hf_summary_type(model_dir, spec_file, spec)          # refuse before loading anything
@@ -641,7 +625,7 @@ def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) 
     report = {
         "source": os.path.abspath(model_dir), "source_kind": "xlnet_tf",
         "source_model": kind, "output_kind": "huggingface",
-        "architecture": ARCHITECTURES[kind], "tensors": len(tensors),
+        "architecture": huggingface.architecture_out(kind), "tensors": len(tensors),
         "parameters": int(sum(v.size for v in tensors.values())),
         "spiece_model": spiece is not None, "spiece_pieces": pieces,
         "licence": licence, "parity": parity, "max_abs_diff": worst, "notes": notes,
@@ -656,12 +640,12 @@ def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) 
     with open(os.path.join(partial, REPORT_FILE), "w", encoding="utf-8") as f:
       json.dump(report, f, indent=2)
       f.write("\n")
-    convert.replace_output(partial, output)
+    importer.replace_output(partial, output)
   except BaseException:
     shutil.rmtree(partial, ignore_errors=True)
     raise
   if worst is not None and worst > huggingface.PARITY_TOLERANCE:
     logging.warning("%s: %s", output, parity)
   logging.info("exported %s (%s) to %s (%s, %d tensors); parity: %s", model_dir, kind, output,
-               ARCHITECTURES[kind], len(tensors), parity)
+               huggingface.architecture_out(kind), len(tensors), parity)
   return report

@@ -1,6 +1,7 @@
-"""Input data for XLNet: SentencePiece tokenization (see `tokenization`) and the
-pretraining record reader (`pretrain_dataset`, imported on first use: it needs TensorFlow,
-which the preprocessing tools do not)."""
+"""Input data for XLNet: SentencePiece tokenization (`tokenization`), the text layouts,
+the pretraining records (`pretrain_records`, read by `pretrain_reader.pretrain_dataset`)
+and the fine-tuning feature caches. This file re-exports the tokenization functions only,
+so that the preprocessing tools import no TensorFlow."""
 
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.tokenization import encode_ids
@@ -8,10 +9,3 @@ from xlnet_tf.data.tokenization import encode_lines
 from xlnet_tf.data.tokenization import encode_pieces
 from xlnet_tf.data.tokenization import load_spiece
 from xlnet_tf.data.tokenization import normalize_text
-
-
-def __getattr__(name):
-  if name == "pretrain_dataset":
-    from xlnet_tf.data.pretrain_reader import pretrain_dataset  # pylint: disable=g-import-not-at-top
-    return pretrain_dataset
-  raise AttributeError(f"module 'xlnet_tf.data' has no attribute {name!r}")

@@ -8,11 +8,13 @@ Released fine-tuned checkpoints name the head `model/sequnece_summary/summary/{k
 `regression_<task>`); `released_head_variables` maps those names to our variables.
 """
 
-from typing import Any, Dict, Mapping, Optional
+import dataclasses
+from typing import Any, ClassVar, Dict, Mapping, Optional, Sequence
 
 import tensorflow as tf
 import tf_keras
 
+from xlnet_tf import released_names
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.models.encoder_model import EncoderModel
 from xlnet_tf.layers.initializers import normal_initializer
@@ -80,6 +82,41 @@ class XLNetClassifier(EncoderModel):
             "summary_activation": self.summary_activation, "name": self.name}
 
 
+@dataclasses.dataclass(frozen=True)
+class ClassifierSpec:
+  """What a classifier predicts and how its inputs are made (its model directory's
+  classifier.json)."""
+  FILE: ClassVar[str] = "classifier.json"
+  WRITTEN_BY: ClassVar[str] = ("the xlnet/classification task (run_classifier, "
+                               "experiments.train) or xlnet_tf.convert")
+  task_name: str
+  labels: Optional[Sequence[str]]          # None for regression
+  is_regression: bool = False
+  max_seq_length: int = 128
+  uncased: bool = False
+  summary_type: str = "last"
+  use_proj: bool = True
+  # The summary's activation (`SequenceSummary`): None is the released tanh on the
+  # projection (none without it); models imported from HuggingFace record theirs.
+  summary_activation: Optional[str] = None
+  keep_accents: bool = False            # the text keeps its accents (HF's keep_accents)
+
+  @property
+  def num_classes(self) -> int:
+    return 1 if self.is_regression else len(self.labels)
+
+  @classmethod
+  def from_values(cls, values: Mapping[str, Any], source: str = "") -> "ClassifierSpec":
+    del source
+    return cls(**values)
+
+  def build_model(self, config: XLNetConfig, **kwargs) -> "XLNetClassifier":
+    """The classifier this spec describes (a fresh head); `kwargs` as `build_classifier`."""
+    return build_classifier(config, self.num_classes, summary_type=self.summary_type,
+                            use_proj=self.use_proj, is_regression=self.is_regression,
+                            **{"summary_activation": self.summary_activation, **kwargs})
+
+
 def build_classifier(config: XLNetConfig, num_classes: int, **kwargs) -> XLNetClassifier:
   """A classifier for `config` with every weight created (random)."""
   model = XLNetClassifier(XLNetEncoder(config, name="transformer"), num_classes,
@@ -102,7 +139,6 @@ def released_head_variables(model: XLNetClassifier, task_name: str) -> Dict[str,
 def load_released_classifier(model: XLNetClassifier, prefix: str, task_name: str) -> None:
   """Loads a fine-tuned checkpoint of the original code (TF1, released names): encoder and
   head. Raises ValueError naming the checkpoint and the missing or mis-shaped variable."""
-  from xlnet_tf import released_names  # pylint: disable=g-import-not-at-top
   targets = {**released_names.encoder_variables(model.encoder),
              **released_head_variables(model, task_name)}
   released_names.load_released_checkpoint(prefix, targets, f"task_name {task_name!r}; ")

@@ -16,7 +16,8 @@ MODEL_DIR/final written before this class existed load into it, and its checkpoi
 into a 1-class classifier.
 """
 
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+import dataclasses
+from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple, Union
 
 import tensorflow as tf
 import tf_keras
@@ -92,6 +93,38 @@ def multiple_choice_loss(outputs: Mapping[str, tf.Tensor], batch: Mapping[str, t
   labels = batch["label"]
   losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, outputs["logits"])  # [B]
   return tf.reduce_sum(losses), tf.cast(tf.shape(labels)[0], tf.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class RaceSpec:
+  """What a fine-tuned RACE model reads and how it is built (its model directory's
+  race.json)."""
+  FILE: ClassVar[str] = "race.json"
+  WRITTEN_BY: ClassVar[str] = "the xlnet/race task (run_race --do_train, experiments.train)"
+  task: str = "race"
+  max_seq_length: int = 512
+  max_qa_length: int = 128
+  uncased: bool = False
+  levels: Tuple[str, ...] = ("middle", "high")
+  summary_type: str = "last"
+  use_proj: bool = True
+  summary_activation: Optional[str] = None   # see ClassifierSpec
+  keep_accents: bool = False
+
+  @classmethod
+  def from_values(cls, values: Mapping[str, Any], source: str = "") -> "RaceSpec":
+    """The spec of race.json's `values`; ValueError (naming `source`) unless its task is
+    "race"."""
+    if values.get("task") != "race":
+      raise ValueError(f"{source}: {cls.FILE} is of task {values.get('task')!r}, not "
+                       f"'race'")
+    return cls(**{**values, "levels": tuple(values.get("levels", cls.levels))})
+
+  def build_model(self, config: XLNetConfig, **kwargs) -> "XLNetMultipleChoice":
+    """The model this spec describes (a fresh head); `kwargs` as `build_multiple_choice`."""
+    return build_multiple_choice(config, summary_type=self.summary_type,
+                                 use_proj=self.use_proj,
+                                 summary_activation=self.summary_activation, **kwargs)
 
 
 def build_multiple_choice(config: XLNetConfig, dropout_rate: float = 0.1,

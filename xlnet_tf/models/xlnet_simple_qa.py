@@ -17,7 +17,8 @@ the masked start logits and its `start_n_top` best positions, and for every one 
 does not depend on the start). There is no answer class (SQuAD v1.1 only).
 """
 
-from typing import Any, Dict, Mapping
+import dataclasses
+from typing import Any, ClassVar, Dict, Mapping, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -88,6 +89,34 @@ class XLNetSimpleQA(EncoderModel):
     return {"encoder": tf_keras.layers.serialize(self.encoder),
             "start_n_top": self.start_n_top, "end_n_top": self.end_n_top,
             "name": self.name}
+
+
+@dataclasses.dataclass(frozen=True)
+class SimpleQASpec:
+  """A span QA model with HF's simple head (`XLNetSimpleQA`, its model directory's
+  qa_simple.json): the SQuAD window settings of its export (SQuAD v1.1: the head has no
+  answer class)."""
+  FILE: ClassVar[str] = "qa_simple.json"
+  WRITTEN_BY: ClassVar[str] = "xlnet_tf.convert"
+  max_seq_length: int = 512
+  max_query_length: int = 64
+  doc_stride: int = 128
+  start_n_top: int = 5
+  end_n_top: int = 5
+  uncased: bool = False
+  keep_accents: bool = False
+
+  @classmethod
+  def from_values(cls, values: Mapping[str, Any], source: str = "") -> "SimpleQASpec":
+    del source
+    return cls(**values)
+
+  def build_model(self, config: XLNetConfig, start_n_top: Optional[int] = None,
+                  end_n_top: Optional[int] = None) -> "XLNetSimpleQA":
+    """The model this spec describes; `start_n_top`/`end_n_top` override the recorded
+    search."""
+    return build_simple_qa(config, start_n_top or self.start_n_top,
+                           end_n_top or self.end_n_top)
 
 
 def build_simple_qa(config: XLNetConfig, start_n_top: int = 5,

@@ -9,10 +9,11 @@ start_positions [B]. The head's variables carry the released names (`start_logit
 `end_logits/...`, `answer_class/...`).
 """
 
-from typing import Any, Dict, Mapping
+from typing import Any, ClassVar, Dict, Mapping, Optional
 
 import tf_keras
 
+from xlnet_tf import released_names
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.models.encoder_model import EncoderModel
 from xlnet_tf.layers.scoped_build import build_in_scope
@@ -56,6 +57,31 @@ class XLNetForSquad(EncoderModel):
             "answer_class_start": self.head.answer_class_start, "name": self.name}
 
 
+class SquadSpec(dict):
+  """A SQuAD model's squad.json: the window settings of its task and export
+  (max_seq_length, max_query_length, doc_stride, version_2, ...), the candidates its head
+  searches (start_n_top, end_n_top; default 5 x 5), the answer class's start
+  (answer_class_start: "expected" as released, "gold" for HuggingFace imports) and the
+  null-score threshold the task chose. A dict: its fields grew with the task and are
+  written as they are."""
+  FILE: ClassVar[str] = "squad.json"
+  WRITTEN_BY: ClassVar[str] = ("the xlnet/squad task (run_squad --do_train, "
+                               "experiments.train) or xlnet_tf.convert")
+
+  @classmethod
+  def from_values(cls, values: Mapping[str, Any], source: str = "") -> "SquadSpec":
+    del source
+    return cls(values)
+
+  def build_model(self, config: XLNetConfig, start_n_top: Optional[int] = None,
+                  end_n_top: Optional[int] = None) -> "XLNetForSquad":
+    """The SQuAD model this spec describes (no dropout: a model read from disk is served
+    or converted); `start_n_top`/`end_n_top` override the recorded search."""
+    return build_squad_model(config, start_n_top or self.get("start_n_top", 5),
+                             end_n_top or self.get("end_n_top", 5), 0.0,
+                             answer_class_start=self.get("answer_class_start", "expected"))
+
+
 def build_squad_model(config: XLNetConfig, start_n_top: int = 5, end_n_top: int = 5,
                       dropout_rate: float = 0.1,
                       answer_class_start: str = "expected") -> XLNetForSquad:
@@ -82,7 +108,6 @@ def load_released_squad(model: XLNetForSquad, prefix: str) -> None:
   """Loads a SQuAD checkpoint of the original code (TF1, released names): the encoder
   (`model/transformer/...`) and the head (`start_logits/...`, `end_logits/...`,
   `answer_class/...`). Raises ValueError naming the checkpoint and the variable."""
-  from xlnet_tf import released_names  # pylint: disable=g-import-not-at-top
   targets = {**released_names.encoder_variables(model.encoder),
              **released_squad_head_variables(model)}
   released_names.load_released_checkpoint(prefix, targets)

@@ -16,7 +16,8 @@ word's first piece); the model gives logits at every position, and the loss
 (`losses.token_cross_entropy`) reads only the labelled ones.
 """
 
-from typing import Any, Dict, Mapping
+import dataclasses
+from typing import Any, ClassVar, Dict, Mapping, Sequence
 
 import tensorflow as tf
 import tf_keras
@@ -75,6 +76,33 @@ class XLNetTagger(EncoderModel):
     return {"encoder": tf_keras.layers.serialize(self.encoder),
             "num_labels": self.num_labels, "dropout_rate": self.dropout_rate,
             "name": self.name}
+
+
+@dataclasses.dataclass(frozen=True)
+class TaggerSpec:
+  """What a tagger predicts and how its inputs are made (its model directory's
+  tagger.json)."""
+  FILE: ClassVar[str] = "tagger.json"
+  WRITTEN_BY: ClassVar[str] = "the xlnet/tagging task"
+  task_name: str
+  labels: Sequence[str]                 # tag strings in id order
+  max_seq_length: int = 128
+  uncased: bool = False
+  scheme: str = "tags"                  # "bio": also entity-level metrics
+  keep_accents: bool = False
+
+  @property
+  def num_labels(self) -> int:
+    return len(self.labels)
+
+  @classmethod
+  def from_values(cls, values: Mapping[str, Any], source: str = "") -> "TaggerSpec":
+    del source
+    return cls(**{**values, "labels": tuple(values["labels"])})
+
+  def build_model(self, config: XLNetConfig, **kwargs) -> "XLNetTagger":
+    """The tagger this spec describes (a fresh head); `kwargs` as `build_tagger`."""
+    return build_tagger(config, self.num_labels, **kwargs)
 
 
 def build_tagger(config: XLNetConfig, num_labels: int, **kwargs) -> XLNetTagger:

@@ -37,12 +37,11 @@ import tensorflow as tf
 from xlnet_tf import model_directory
 from xlnet_tf.data import classifier_tasks
 from xlnet_tf.layers.sequence_summary import PADDING_INVARIANT_TYPES
-from xlnet_tf.model_directory import ClassifierSpec
-from xlnet_tf.model_directory import load_classifier
 from xlnet_tf.serving import export_card
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 
 def resolve_bucketed(spec: ClassifierSpec, bucketed: Optional[bool]) -> bool:

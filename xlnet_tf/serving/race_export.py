@@ -28,8 +28,7 @@ the classification layout `article <sep> qa <sep> <cls>`, padded on the LEFT
               options=tf.constant([["Ahab", "Ishmael", "Queequeg", "Starbuck"]]))
   out["answer_letter"]                      # [b'B']
 
-This module imports no training code: `export_race` takes the loader of the model
-directory (`load(model_dir) -> (model, spec)`, e.g. `model_directory.load_race`).
+This module imports no training code.
 """
 
 import os
@@ -38,6 +37,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import tensorflow as tf
 
 from xlnet_tf import model_directory
+from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
 from xlnet_tf.data.race import ANSWERS
 from xlnet_tf.data.race import NUM_OPTIONS
 from xlnet_tf.serving import export_card
@@ -175,19 +175,25 @@ class RaceServing(tf.Module):
     return {"serving_default": text, "serving_ids": ids}
 
 
-def export_race(model_dir: str, export_dir: str, load: Callable[[str], Tuple[Any, Any]],
+def _load_race(model_dir: str):
+  return model_directory.load(model_dir, RaceSpec)
+
+
+def export_race(model_dir: str, export_dir: str,
+                load: Optional[Callable[[str], Tuple[Any, Any]]] = None,
                 spiece_model: Optional[str] = None) -> str:
   """Exports the fine-tuned RACE model directory `model_dir` as a SavedModel; returns
   export_dir.
 
   `export_dir` is checked first (`export_card.check_export_dir`: a file, under a file,
-  not writable, not empty), then `load(model_dir)` gives (model, spec): the
+  not writable, not empty), then `load(model_dir)` (default: `model_directory.load` with
+  `RaceSpec`) gives (model, spec): the
   `XLNetMultipleChoice` and the directory's settings (race.json's values, a mapping or an object with
   max_seq_length, max_qa_length, uncased, keep_accents). `spiece_model` defaults to
   `model_dir/spiece.model`; a missing one raises FileNotFoundError.
   """
   export_card.check_export_dir(export_dir)
-  model, spec = load(model_dir)
+  model, spec = (load or _load_race)(model_dir)
   spiece_model = spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not tf.io.gfile.exists(spiece_model):
     raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "

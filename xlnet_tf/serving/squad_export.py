@@ -48,6 +48,8 @@ from xlnet_tf.serving import export_card
 from xlnet_tf.serving import squad_text
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
+from xlnet_tf.models.xlnet_simple_qa import SimpleQASpec
+from xlnet_tf.models.xlnet_squad import SquadSpec
 
 
 
@@ -155,7 +157,7 @@ def export_squad(model, model_dir: str, export_dir: str,
   checked first (a file, under a file, not writable: an error naming --export_dir).
   """
   export_card.check_export_dir(export_dir)
-  settings_path = os.path.join(model_dir, model_directory.SQUAD_FILE)
+  settings_path = os.path.join(model_dir, SquadSpec.FILE)
   spiece_model = os.path.join(model_dir, model_directory.SPIECE_FILE)
   for path in (settings_path, spiece_model):
     if not tf.io.gfile.exists(path):
@@ -177,6 +179,20 @@ def export_squad(model, model_dir: str, export_dir: str,
                           export_card.squad_card(module))
 
 
+def export_squad_dir(model_dir: str, export_dir: str,
+                     null_score_diff_threshold: Optional[float] = None,
+                     max_answer_length: int = 64, start_n_top: Optional[int] = None,
+                     end_n_top: Optional[int] = None, bucketed: bool = True) -> str:
+  """`export_squad` of the SQuAD model directory `model_dir` (`model_directory.load` with
+  `SquadSpec`; the head searches `start_n_top` x `end_n_top` candidates, by default
+  squad.json's). Returns export_dir."""
+  export_card.check_export_dir(export_dir)
+  model = model_directory.load(model_dir, SquadSpec, start_n_top=start_n_top,
+                               end_n_top=end_n_top)[0]
+  return export_squad(model, model_dir, export_dir, null_score_diff_threshold,
+                      max_answer_length, bucketed=bucketed)
+
+
 def export_qa_simple(model_dir: str, export_dir: str, max_answer_length: int = 64,
                      bucketed: bool = True) -> str:
   """Exports a simple span QA model directory (`model_directory.load_qa_simple`, imported
@@ -184,7 +200,7 @@ def export_qa_simple(model_dir: str, export_dir: str, max_answer_length: int = 6
   answer class, so no is_impossible): the best of its start_n_top x end_n_top spans,
   padded like `export_squad` (`bucketed`). Returns export_dir."""
   export_card.check_export_dir(export_dir)
-  model, spec = model_directory.load_qa_simple(model_dir)
+  model, spec = model_directory.load(model_dir, SimpleQASpec)
   spiece_model = os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not tf.io.gfile.exists(spiece_model):
     raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "

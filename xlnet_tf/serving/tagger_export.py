@@ -35,13 +35,13 @@ from typing import Dict, Optional
 import tensorflow as tf
 
 from xlnet_tf.data import tokenization
-from xlnet_tf.model_directory import TaggerSpec
-from xlnet_tf.model_directory import load_tagger
+from xlnet_tf import model_directory
 from xlnet_tf.serving import export_card
 from xlnet_tf.serving.export import export_model_dir
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
+from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 
 @functools.lru_cache(maxsize=None)

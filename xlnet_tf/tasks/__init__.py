@@ -1,5 +1,6 @@
-"""Model Garden tasks (`official.core.base_task.Task`) of XLNet, one per problem.
+"""Model Garden tasks (`official.core.base_task.Task`) of XLNet, one module per problem.
 
-Importing `xlnet_tf.tasks.experiments` registers every task with `task_factory` and every
-experiment ("xlnet/classification", ...) with `exp_factory`.
+Each task module registers its task with `task_factory` and its record with
+`xlnet_tf.task_kind`; `all_tasks` imports every one of them, `experiments` registers the
+experiments ("xlnet/classification", ...) with `exp_factory`, and `train_lib` is the driver.
 """

@@ -28,6 +28,7 @@ import tf_keras
 
 from xlnet_tf import model_directory
 from xlnet_tf import presets
+from xlnet_tf import task_kind
 from xlnet_tf import pretrained
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
@@ -94,10 +95,14 @@ def data_config(split: str, is_training: bool, batch_size: int,
 
 
 def init_dir(init_checkpoint: str) -> str:
-  """`init_checkpoint` itself, or the cached model directory of the preset it names."""
+  """`init_checkpoint`: a model directory or a model.ckpt prefix (a preset's name is
+  resolved to its model directory by the driver, `train_lib`, through `xlnet_tf.hub`);
+  ValueError for a preset name that was not."""
   if (init_checkpoint and not tf.io.gfile.isdir(init_checkpoint) and
       init_checkpoint in presets.preset_names()):
-    return presets.model_dir(init_checkpoint)
+    raise ValueError(f"task.init_checkpoint {init_checkpoint!r} names a preset: resolve it "
+                     f"to its model directory first (xlnet_tf.hub.model_dir; the driver, "
+                     f"xlnet_tf.tasks.train_lib, does)")
   return init_checkpoint
 
 
@@ -106,6 +111,7 @@ class XLNetTask(base_task.Task):
   gives). `task_config` has `model` (XLNetModelConfig), `init_checkpoint`, `train_data`,
   `validation_data` (TaskDataConfig) and `optimization` (FinetuneSettings)."""
 
+  KIND: task_kind.TaskKind        # the task's record (`task_kind`), set by its module
   INPUT_KEYS = ("input_ids", "segment_ids", "input_mask")
   LABEL_KEY = "label_id"               # the batch key of the labels (model.fit's target)
   fit_output = "logits"                # the model output the loss reads (model.fit)
@@ -138,7 +144,7 @@ class XLNetTask(base_task.Task):
         raise ValueError(f"task.model: {', '.join(missing)} must be set when "
                          f"task.init_checkpoint is empty (a randomly initialised model)")
       config = XLNetConfig(**given)
-    return finetuning.finetune_config(config, params.model.dropout, params.model.dropatt)
+    return config.for_finetuning(params.model.dropout, params.model.dropatt)
 
   def check_text_settings(self) -> None:
     """Raises ValueError when `task.init_checkpoint` records a text normalisation
@@ -339,7 +345,9 @@ class XLNetTask(base_task.Task):
   # ---- what the subclass gives -----------------------------------------------------------
 
   def loss_fn(self):
-    raise NotImplementedError
+    """The loss of the common `Trainer` (`trainer.LossFn`: sum over the micro-batch,
+    count): the kind's."""
+    return self.KIND.loss
 
   def evaluate(self, model: tf_keras.Model, params: Optional[TaskDataConfig] = None,
                num_steps: int = -1) -> Dict[str, Any]:
@@ -350,21 +358,41 @@ class XLNetTask(base_task.Task):
     raise NotImplementedError
 
   def spec_values(self) -> Dict[str, Any]:
-    raise NotImplementedError
+    """The spec's values as its file records them."""
+    return model_directory.spec_values(self.spec)
+
+  def model_spec(self, metrics: Optional[Dict[str, Any]] = None):
+    """The spec a model directory of this task records (of the kind's spec class);
+    `metrics` are an evaluation's, for tasks that keep a setting found by it, such as the
+    SQuAD 2.0 null threshold."""
+    del metrics
+    return self.spec
+
+  def load_options(self) -> Dict[str, Any]:
+    """What the task adds to the spec when it builds a model read from disk (e.g. the
+    SQuAD head's candidate search)."""
+    return {}
+
+  def export_options(self) -> Dict[str, Any]:
+    """What the task adds to the kind's export (e.g. text pairs, a null threshold)."""
+    return {}
+
+  # ---- the model directory and the export: the kind's, the same for every task ----------
 
   def save_model_dir(self, model: tf_keras.Model, directory: str,
                      metrics: Optional[Dict[str, Any]] = None) -> None:
     """Writes the model directory through `model_directory` (checked finite, replacing
-    an older one whole); `metrics` are an evaluation's, for tasks that keep a setting
-    found by it, such as the SQuAD 2.0 null threshold."""
-    raise NotImplementedError
+    an older one whole): the weights, `model_spec(metrics)` and the SentencePiece model."""
+    model_directory.save(model, directory, self.model_spec(metrics), self.spiece_model())
 
   def load_model_dir(self, directory: str) -> tf_keras.Model:
-    raise NotImplementedError
+    """The model of a model directory of the task's kind, every weight checked."""
+    return model_directory.load(directory, self.KIND.spec_class, **self.load_options())[0]
 
   def export(self, model_dir: str, export_dir: str) -> str:
-    """Writes the SavedModel of a model directory; returns export_dir."""
-    raise NotImplementedError
+    """Writes the SavedModel of a model directory (the kind's export); returns
+    export_dir."""
+    return self.KIND.export(model_dir, export_dir, **self.export_options())
 
 
 def data_name(data: TaskDataConfig) -> str:

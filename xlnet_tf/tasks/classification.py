@@ -9,7 +9,7 @@
 
 The pieces are the existing ones: examples from `data.classifier_tasks`, features cached as
 TFRecords by `data.classifier_features` (streamed, never held in memory), the model of
-`models.xlnet_classifier` with the fine-tuning run options of `finetuning.finetune_config`,
+`models.xlnet_classifier` with the fine-tuning run options of `XLNetConfig.for_finetuning`,
 the loss of `training.classifier_trainer` and the metrics of
 `evaluation.classifier_metrics` (the task's own list: accuracy, F1, MCC, Pearson, ...).
 
@@ -40,6 +40,10 @@ from xlnet_tf.serving import export as classifier_export
 from xlnet_tf.tasks import base
 from xlnet_tf.training import classifier_trainer
 from xlnet_tf.training import collapse
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+from xlnet_tf.models.xlnet_classifier import XLNetClassifier
+from xlnet_tf import released_names
+from xlnet_tf import task_kind
 
 
 @dataclasses.dataclass
@@ -83,9 +87,24 @@ class ClassificationConfig(cfg.TaskConfig):
       default_factory=base.FinetuneSettings)
 
 
+KIND = task_kind.register(task_kind.TaskKind(
+    name="classifier", description="classification head (model/classification_<task>/logit "
+                                   "or model/regression_<task>/logit)",
+    model_class=XLNetClassifier, build_model=build_classifier, spec_class=ClassifierSpec,
+    card_task="classification", export=classifier_export.export_classifier,
+    released_head="model/sequnece_summary/summary/{kernel,bias} + "
+                  "model/classification_<task>/logit/{kernel,bias} (or regression_<task>)",
+    head_variables=released_names.classifier_head_variables,
+    hf_architectures_in=("XLNetForSequenceClassification",),
+    hf_architecture_out="XLNetForSequenceClassification",
+    max_seq_length=128, experiment="xlnet/classification", loss=classifier_trainer.classifier_loss))
+
+
 @task_factory.register_task_cls(ClassificationConfig)
 class ClassificationTask(base.XLNetTask):
   """XLNet classification / regression: model, inputs, loss, metrics, evaluation."""
+
+  KIND = KIND
 
   INPUT_KEYS = classifier_trainer.MODEL_INPUTS
   LABEL_KEY = "label_id"
@@ -101,7 +120,7 @@ class ClassificationTask(base.XLNetTask):
                        f"{params.max_seq_length}")
     is_regression = (self.task_spec.is_regression if params.is_regression is None
                      else bool(params.is_regression))
-    self.spec = model_directory.ClassifierSpec(
+    self.spec = ClassifierSpec(
         task_name=self.task_spec.name,
         labels=None if is_regression else tuple(self.task_spec.labels),
         is_regression=is_regression, max_seq_length=params.max_seq_length,
@@ -139,16 +158,8 @@ class ClassificationTask(base.XLNetTask):
   def spec_values(self) -> Dict[str, Any]:
     return dataclasses.asdict(self.spec)
 
-  def save_model_dir(self, model, directory, metrics=None):
-    del metrics
-    model_directory.save(model, directory, self.spec, self.spiece_model())
-
-  def load_model_dir(self, directory):
-    return model_directory.load_classifier(directory)[0]
-
-  def export(self, model_dir, export_dir):
-    return classifier_export.export_classifier(model_dir, export_dir,
-                                               pair=self.task_spec.is_pair)
+  def export_options(self) -> Dict[str, Any]:
+    return {"pair": self.task_spec.is_pair}
 
   # ---- Model Garden's Task interface ---------------------------------------------------
 

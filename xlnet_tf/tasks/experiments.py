@@ -32,11 +32,12 @@ from xlnet_tf.tasks import race
 from xlnet_tf.tasks import squad
 from xlnet_tf.tasks import tagging
 
-PRETRAINING = "xlnet/pretraining"
-CLASSIFICATION = "xlnet/classification"
-SQUAD = "xlnet/squad"
-RACE = "xlnet/race"
-TAGGING = "xlnet/tagging"
+# The experiments' names are the task kinds' (`task_kind.TaskKind.experiment`).
+PRETRAINING = pretraining.KIND.experiment
+CLASSIFICATION = classification.KIND.experiment
+SQUAD = squad.KIND.experiment
+RACE = race.KIND.experiment
+TAGGING = tagging.KIND.experiment
 
 
 def _experiment(task: cfg.TaskConfig, train_steps: int, steps_per_loop: int,

@@ -32,6 +32,8 @@ from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.models.xlnet_pretrainer import objective_attn_type
+from xlnet_tf.models.xlnet_pretrainer import XLNetPretrainer
+from xlnet_tf import task_kind
 from xlnet_tf.serving import encoder_export
 from xlnet_tf.tasks import base
 from xlnet_tf.training import pretraining
@@ -97,9 +99,23 @@ class PretrainingConfig(cfg.TaskConfig):
   optimization: PretrainSettings = dataclasses.field(default_factory=PretrainSettings)
 
 
+KIND = task_kind.register(task_kind.TaskKind(
+    name=task_kind.PRETRAINED, description="pretrained model (encoder + LM head tied to "
+                                           "the word embedding)",
+    model_class=XLNetPretrainer, build_model=build_pretrainer, spec_class=None,
+    card_task="pretrained", export=encoder_export.export_encoder,
+    released_head="model/lm_loss/bias (the LM head's bias; its weight is the embedding)",
+    head_variables=None,
+    hf_architectures_in=("XLNetLMHeadModel", "XLNetModel"),
+    hf_architecture_out="XLNetLMHeadModel",
+    experiment="xlnet/pretraining", loss=pretraining_loss))
+
+
 @task_factory.register_task_cls(PretrainingConfig)
 class PretrainingTask(base.XLNetTask):
   """XLNet pretraining: model, records, loss, held-out loss."""
+
+  KIND = KIND
 
   INPUT_KEYS = MODEL_INPUTS
   METRIC = "loss"
@@ -170,9 +186,6 @@ class PretrainingTask(base.XLNetTask):
                             input_context, seed=self.task_config.optimization.seed,
                             repeat=params.is_training, shuffle_shards=params.is_training,
                             manifest=manifest, objective=self.task_config.optimization.objective)
-
-  def loss_fn(self):
-    return pretraining_loss
 
   def spec_values(self) -> Dict[str, Any]:
     return {"objective": self.task_config.optimization.objective}

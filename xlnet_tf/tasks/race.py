@@ -13,7 +13,7 @@ The pieces are the existing ones: questions from `data.race.read_race`
 `data.race.cached_features` and read by `data.race.race_dataset` (one record per question,
 its four `article <sep> question+option <sep> <cls>` rows, its label and level), the model
 `models.xlnet_multiple_choice.XLNetMultipleChoice` (a 1-logit classifier over the rows,
-logits [B, 4]) with the fine-tuning run options of `finetuning.finetune_config`, its loss
+logits [B, 4]) with the fine-tuning run options of `XLNetConfig.for_finetuning`, its loss
 `models.xlnet_multiple_choice.multiple_choice_loss` (softmax cross-entropy over the options),
 the accuracy per level of `evaluation.race_metrics.accuracy_per_level` (middle, high and
 overall; the overall "accuracy" chooses the best model), the model directory of
@@ -43,6 +43,10 @@ from xlnet_tf.models.xlnet_multiple_choice import build_multiple_choice
 from xlnet_tf.models.xlnet_multiple_choice import multiple_choice_loss
 from xlnet_tf.serving import race_export
 from xlnet_tf.tasks import base
+from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
+from xlnet_tf.models.xlnet_multiple_choice import XLNetMultipleChoice
+from xlnet_tf import released_names
+from xlnet_tf import task_kind
 
 TASK_NAME = "race"
 _NO_DATA_DIR = ("task.data_dir is empty: give the RACE directory (train/dev/test with "
@@ -88,9 +92,22 @@ class RaceConfig(cfg.TaskConfig):
       default_factory=lambda: base.FinetuneSettings(learning_rate=2e-5, adam_epsilon=1e-6))
 
 
+KIND = task_kind.register(task_kind.TaskKind(
+    name="race", description="RACE head (logits/dense)",
+    model_class=XLNetMultipleChoice, build_model=build_multiple_choice, spec_class=RaceSpec,
+    card_task="multiple_choice", export=race_export.export_race,
+    released_head="model/sequnece_summary/summary/{kernel,bias} + logits/dense/{kernel,bias}",
+    head_variables=lambda model, task_name: released_names.race_head_variables(model),
+    hf_architectures_in=("XLNetForMultipleChoice",),
+    hf_architecture_out="XLNetForMultipleChoice",
+    max_seq_length=512, experiment="xlnet/race", loss=multiple_choice_loss))
+
+
 @task_factory.register_task_cls(RaceConfig)
 class RaceTask(base.XLNetTask):
   """XLNet on RACE: model, inputs, loss, per-level evaluation, model directory, export."""
+
+  KIND = KIND
 
   INPUT_KEYS = OPTION_INPUTS
   METRIC = "accuracy"                 # over every question of the split (all levels)
@@ -112,7 +129,7 @@ class RaceTask(base.XLNetTask):
                        f"special tokens (article <sep> qa <sep> <cls>); give "
                        f"max_seq_length >= {params.max_qa_length + 4} or a smaller "
                        f"max_qa_length")
-    self.spec = model_directory.RaceSpec(max_seq_length=params.max_seq_length,
+    self.spec = RaceSpec(max_seq_length=params.max_seq_length,
                          max_qa_length=params.max_qa_length, uncased=params.uncased,
                          levels=tuple(level for level in race.LEVELS if level in levels),
                          summary_type=params.model.summary_type,
@@ -155,16 +172,6 @@ class RaceTask(base.XLNetTask):
   def spec_values(self) -> Dict[str, Any]:
     return model_directory.spec_values(self.spec)
 
-  def save_model_dir(self, model, directory, metrics=None):
-    del metrics
-    model_directory.save(model, directory, self.spec, self.spiece_model())
-
-  def load_model_dir(self, directory):
-    return model_directory.load_race(directory)[0]
-
-  def export(self, model_dir, export_dir):
-    return race_export.export_race(model_dir, export_dir, model_directory.load_race)
-
   # ---- Model Garden's Task interface ---------------------------------------------------
 
   def build_model(self) -> tf_keras.Model:
@@ -193,11 +200,6 @@ class RaceTask(base.XLNetTask):
         max_seq_length=self.spec.max_seq_length, input_context=input_context,
         shuffle_buffer_size=params.shuffle_buffer_size,
         drop_remainder=params.drop_remainder if params.is_training else False)
-
-  def loss_fn(self):
-    """The loss of the common `Trainer`: (softmax cross-entropy over the options summed
-    over the micro-batch's questions, their number)."""
-    return multiple_choice_loss
 
   # ---- a whole evaluation --------------------------------------------------------------
 

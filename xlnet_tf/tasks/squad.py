@@ -65,6 +65,13 @@ from xlnet_tf.layers import squad_head
 from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.serving import squad_export
 from xlnet_tf.tasks import base
+from xlnet_tf.models.xlnet_squad import SquadSpec
+from xlnet_tf.models.xlnet_squad import XLNetForSquad
+from xlnet_tf.models.xlnet_simple_qa import SimpleQASpec
+from xlnet_tf.models.xlnet_simple_qa import XLNetSimpleQA
+from xlnet_tf.models.xlnet_simple_qa import build_simple_qa
+from xlnet_tf import released_names
+from xlnet_tf import task_kind
 
 # The settings squad.json records (how windows are made and the head searches), in order;
 # then version_2_with_negative and, when known, null_score_diff_threshold.
@@ -151,9 +158,37 @@ class SquadPredictions:
   num_windows: int
 
 
+KIND = task_kind.register(task_kind.TaskKind(
+    name="squad", description="SQuAD head (start_logits/, end_logits/, answer_class/)",
+    model_class=XLNetForSquad, build_model=build_squad_model, spec_class=SquadSpec,
+    card_task="squad", export=squad_export.export_squad_dir,
+    released_head="start_logits/dense, end_logits/{dense_0,LayerNorm,dense_1}, "
+                  "answer_class/{dense_0,dense_1}",
+    head_variables=lambda model, task_name: released_names.squad_head_variables(model),
+    hf_architectures_in=("XLNetForQuestionAnswering",),
+    hf_architecture_out="XLNetForQuestionAnswering",
+    max_seq_length=512, experiment="xlnet/squad", loss=squad_head.squad_loss_sum))
+
+# HuggingFace's simple span head: imported, converted back and served with the SQuAD
+# export's signature (v1.1); not trained here (the SQuAD task trains the released head).
+QA_SIMPLE_KIND = task_kind.register(task_kind.TaskKind(
+    name="qa_simple", description="simple span QA head (HuggingFace's "
+                                  "XLNetForQuestionAnsweringSimple; the original has none)",
+    model_class=XLNetSimpleQA, build_model=build_simple_qa, spec_class=SimpleQASpec,
+    card_task="squad", export=squad_export.export_qa_simple,
+    released_head="qa_outputs/{kernel,bias} (no released head; HuggingFace's qa_outputs)",
+    head_variables=lambda model, task_name: released_names.qa_simple_head_variables(model),
+    hf_architectures_in=("XLNetForQuestionAnsweringSimple",),
+    hf_architecture_out="XLNetForQuestionAnsweringSimple", max_seq_length=512,
+    card_head="simple span head: start and end logits, no answer class (HuggingFace's "
+              "XLNetForQuestionAnsweringSimple)"))
+
+
 @task_factory.register_task_cls(SquadConfig)
 class SquadTask(base.XLNetTask):
   """XLNet SQuAD: model, windows, loss, decoding, evaluation, model directory, export."""
+
+  KIND = KIND
 
   # In training the model reads the gold start too (the end is conditioned on it).
   INPUT_KEYS = PREDICT_INPUTS + ("start_positions",)
@@ -228,29 +263,27 @@ class SquadTask(base.XLNetTask):
 
   # ---- the model directory and the export ------------------------------------------------
 
-  def save_model_dir(self, model, directory, metrics=None):
-    """run_squad's MODEL_DIR/final: xlnet_config.json, squad.json, model.ckpt,
-    spiece.model; squad.json has the SQuAD 2.0 null threshold of `metrics` (else
-    task.null_score_diff_threshold) when there is one."""
+  def model_spec(self, metrics=None) -> SquadSpec:
+    """run_squad's squad.json: the window settings; the SQuAD 2.0 null threshold of
+    `metrics` (else task.null_score_diff_threshold) when there is one."""
     values = self.spec_values()
     threshold = (metrics or {}).get(THRESHOLD_KEY, self.task_config.null_score_diff_threshold)
     if self.version_2 and threshold is not None:
       values[THRESHOLD_KEY] = float(threshold)
-    model_directory.save(model, directory, values, self.spiece_model())
+    return SquadSpec(values)
 
-  def load_model_dir(self, directory):
-    """The model of a SQuAD model directory (the task's, run_squad's or a converted one),
-    searching task.start_n_top x task.end_n_top candidates; every weight checked."""
-    return model_directory.load_squad(directory, self.task_config.start_n_top,
-                                      self.task_config.end_n_top)[0]
+  def load_options(self) -> Dict[str, Any]:
+    """A model read from disk searches task.start_n_top x task.end_n_top candidates."""
+    return {"start_n_top": self.task_config.start_n_top,
+            "end_n_top": self.task_config.end_n_top}
 
-  def export(self, model_dir, export_dir):
-    """`squad_export.export_squad`: raw question and context in, answer out; the window
-    settings and the null threshold from model_dir/squad.json (the threshold overridden
-    by task.null_score_diff_threshold when set)."""
-    return squad_export.export_squad(self.load_model_dir(model_dir), model_dir, export_dir,
-                                     self.task_config.null_score_diff_threshold,
-                                     self.task_config.max_answer_length)
+  def export_options(self) -> Dict[str, Any]:
+    """`squad_export.export_squad_dir`: the window settings and the null threshold from
+    model_dir/squad.json (the threshold overridden by task.null_score_diff_threshold when
+    set)."""
+    return {**self.load_options(),
+            "null_score_diff_threshold": self.task_config.null_score_diff_threshold,
+            "max_answer_length": self.task_config.max_answer_length}
 
   # ---- Model Garden's Task interface ---------------------------------------------------
 
@@ -282,13 +315,6 @@ class SquadTask(base.XLNetTask):
         max_seq_length=self.task_config.max_seq_length, input_context=input_context,
         shuffle_buffer_size=params.shuffle_buffer_size,
         drop_remainder=params.drop_remainder if params.is_training else False)
-
-  def loss_fn(self):
-    """The loss of the common `Trainer`: `squad_head.squad_loss_sum` (sum over the
-    micro-batch's windows, their count), with the answer-class term for SQuAD 1.1 too, as
-    the released run_squad.py trains it (is_impossible is 1 there for windows that do not
-    hold the answer)."""
-    return squad_head.squad_loss_sum
 
   # ---- prediction, decoding and evaluation ---------------------------------------------
 
@@ -435,7 +461,7 @@ class SquadTask(base.XLNetTask):
 def record_threshold(model_dir: str, threshold: float) -> None:
   """Keeps a SQuAD 2.0 null threshold in model_dir/squad.json, for the export (a model
   directory without squad.json, or of a v1.1 model, is left alone)."""
-  path = os.path.join(model_dir, model_directory.SQUAD_FILE)
+  path = os.path.join(model_dir, SquadSpec.FILE)
   if not tf.io.gfile.exists(path):
     return
   with tf.io.gfile.GFile(path) as f:
@@ -448,7 +474,7 @@ def record_threshold(model_dir: str, threshold: float) -> None:
 
 def read_settings(model_dir: str) -> Dict[str, Any]:
   """model_dir/squad.json ({} when missing)."""
-  path = os.path.join(model_dir, model_directory.SQUAD_FILE)
+  path = os.path.join(model_dir, SquadSpec.FILE)
   if not tf.io.gfile.exists(path):
     return {}
   with tf.io.gfile.GFile(path) as f:

@@ -12,7 +12,7 @@ subset, or the whole corpus in `data_dir`, split 80/10/10 by a hash of each sent
 guid), features cached as TFRecords by `data.tagging_features` (each word's label on its
 first piece; streamed, never held in memory), the model of `models.xlnet_tagger`
 (HuggingFace's XLNetForTokenClassification) with the fine-tuning run options of
-`finetuning.finetune_config`, the loss `tagger_training.tagging_loss` (cross-entropy of
+`XLNetConfig.for_finetuning`, the loss `tagger_training.tagging_loss` (cross-entropy of
 the labelled words, normalised by the global count), the evaluation
 `tagger_training.evaluate_tagger` (`evaluation.tagging_metrics`: token accuracy, micro and
 macro tag F1, entity F1 for BIO tags), the model directory of `model_directory` (tagger.json)
@@ -43,6 +43,10 @@ from xlnet_tf.models.xlnet_tagger import build_tagger
 from xlnet_tf.serving import tagger_export
 from xlnet_tf.tasks import base
 from xlnet_tf.training import tagger_training
+from xlnet_tf.models.xlnet_tagger import TaggerSpec
+from xlnet_tf.models.xlnet_tagger import XLNetTagger
+from xlnet_tf import released_names
+from xlnet_tf import task_kind
 
 TASK_NAME = "brown"
 
@@ -82,9 +86,23 @@ class TaggingConfig(cfg.TaskConfig):
       default_factory=base.FinetuneSettings)
 
 
+KIND = task_kind.register(task_kind.TaskKind(
+    name="tagger", description="token classification head (HuggingFace's "
+                               "XLNetForTokenClassification; the original has none)",
+    model_class=XLNetTagger, build_model=build_tagger, spec_class=TaggerSpec,
+    card_task="token_classification", export=tagger_export.export_tagger,
+    released_head="classifier/{kernel,bias} (no released head; HuggingFace's classifier)",
+    head_variables=lambda model, task_name: released_names.tagger_head_variables(model),
+    hf_architectures_in=("XLNetForTokenClassification",),
+    hf_architecture_out="XLNetForTokenClassification",
+    max_seq_length=128, experiment="xlnet/tagging", loss=tagger_training.tagging_loss))
+
+
 @task_factory.register_task_cls(TaggingConfig)
 class TaggingTask(base.XLNetTask):
   """XLNet token classification: model, inputs, loss, evaluation, model directory, export."""
+
+  KIND = KIND
 
   INPUT_KEYS = tagging_features.MODEL_INPUTS
   LABEL_KEY = "label_ids"             # [B, T], negative off the word starts
@@ -106,7 +124,7 @@ class TaggingTask(base.XLNetTask):
     self._splits = None
     labels = (list(params.labels) if params.labels
               else brown.tag_list(self.sentences("train")))
-    self.spec = model_directory.TaggerSpec(
+    self.spec = TaggerSpec(
         task_name=TASK_NAME, labels=tuple(labels), max_seq_length=params.max_seq_length,
         uncased=params.uncased, scheme=params.scheme)
 
@@ -136,16 +154,6 @@ class TaggingTask(base.XLNetTask):
   def run_settings(self) -> Dict[str, Any]:
     return {**self.spec_values(), "tagset": self.task_config.tagset,
             "head_dropout": self.task_config.head_dropout}
-
-  def save_model_dir(self, model, directory, metrics=None):
-    del metrics
-    model_directory.save(model, directory, self.spec, self.spiece_model())
-
-  def load_model_dir(self, directory):
-    return model_directory.load_tagger(directory)[0]
-
-  def export(self, model_dir, export_dir):
-    return tagger_export.export_tagger(model_dir, export_dir)
 
   # ---- Model Garden's Task interface ---------------------------------------------------
 
@@ -179,11 +187,6 @@ class TaggingTask(base.XLNetTask):
         max_seq_length=self.spec.max_seq_length, input_context=input_context,
         shuffle_buffer_size=params.shuffle_buffer_size,
         drop_remainder=params.drop_remainder if params.is_training else False)
-
-  def loss_fn(self):
-    """The loss of the common `Trainer`: (sum over the micro-batch's labelled words,
-    their count)."""
-    return tagger_training.tagging_loss
 
   # ---- a whole evaluation --------------------------------------------------------------
 

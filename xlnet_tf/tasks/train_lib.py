@@ -55,9 +55,11 @@ import orbit
 import tensorflow as tf
 import yaml
 
+from xlnet_tf import hub
 from xlnet_tf import model_card
 from xlnet_tf import model_directory
 from xlnet_tf import paths
+from xlnet_tf import presets
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.serving import export_card
@@ -460,13 +462,23 @@ def export(task: base.XLNetTask, model_dir: str, export_dir: Optional[str] = Non
   return export_dir
 
 
+def resolve_init_checkpoint(params):
+  """`params` with task.init_checkpoint a local model directory: a preset's name
+  ("xlnet_base_cased") becomes its cached model directory (`hub.model_dir`: downloaded and
+  converted on first use). The one place the driver turns a name into a directory."""
+  name = params.task.init_checkpoint
+  if not name or tf.io.gfile.isdir(name) or name not in presets.preset_names():
+    return params
+  return params.replace(task=params.task.replace(init_checkpoint=hub.model_dir(name)))
+
+
 def run(params, mode: str, model_dir: str, stop_at_step=None,
         export_dir: Optional[str] = None) -> Dict[str, Any]:
   """Runs `mode` of the experiment `params` in `model_dir`; returns what ran:
   {"train": summary, "eval": metrics, "export": export_dir}."""
   if mode not in MODES:
     raise ValueError(f"--mode must be one of {list(MODES)}, got {mode!r}")
-  params = _with_default_cache(params, model_dir)
+  params = resolve_init_checkpoint(_with_default_cache(params, model_dir))
   try:                        # what the configuration lacks, before anything is built
     task = task_factory.get_task(params.task, logging_dir=model_dir)
     training = mode in ("train", "train_and_eval")

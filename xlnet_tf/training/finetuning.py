@@ -16,7 +16,6 @@ import tensorflow as tf
 import tf_keras
 
 from xlnet_tf import pretrained
-from xlnet_tf.model_directory import ClassifierSpec
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.models.xlnet_classifier import XLNetClassifier
 from xlnet_tf.models.xlnet_classifier import build_classifier
@@ -33,6 +32,7 @@ from xlnet_tf.training.trainer import ForwardFn
 from xlnet_tf.training.trainer import LossFn
 from xlnet_tf.training.trainer import Trainer
 from xlnet_tf.training.trainer import run_controller
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 
 
@@ -109,13 +109,6 @@ def open_run(config: XLNetConfig, options: FinetuneOptions,
       {"config": config.to_dict(), "options": options.run_settings(), **(run_settings or {})},
       has_results=lambda: (tf.train.latest_checkpoint(options.model_dir)
                            or collapse.has_restarted(options.model_dir)))
-
-
-def finetune_config(config: XLNetConfig, dropout: float = 0.1,
-                    dropatt: float = 0.1) -> XLNetConfig:
-  """The run options of fine-tuning: no memory, no bi_data, bidirectional attention."""
-  return config.replace(mem_len=0, reuse_len=0, bi_data=False, same_length=False,
-                        attn_type="bi", dropout=dropout, dropatt=dropatt)
 
 
 def build_for_training(strategy, config: XLNetConfig, spec: ClassifierSpec,

@@ -30,7 +30,7 @@ from xlnet_tf import model_directory
 from xlnet_tf import paths
 from xlnet_tf import pretrained
 from xlnet_tf.configs import XLNetConfig
-from xlnet_tf.data import pretrain_dataset
+from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.data.pretrain_reader import OBJECTIVES
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer

@@ -10,7 +10,7 @@ cross-entropy of each word's first piece, averaged over the labelled words of th
 batch (`losses.token_cross_entropy`).
 
   >>> spec = TaggerSpec("brown", labels=brown.tag_list(sentences), max_seq_length=128)
-  >>> model, optimizer = build_for_training(strategy, finetuning.finetune_config(config),
+  >>> model, optimizer = build_for_training(strategy, config.for_finetuning(),
   ...                                       spec, options)
   >>> path = tagging_features.cached_features(train, "spiece.model", 128,
   ...                                          label_list=spec.labels, cache_dir="cache")
@@ -20,7 +20,7 @@ batch (`losses.token_cross_entropy`).
   >>> predict_tags(model, sp, [["The", "jury", "said"]], spec)
   [['at', 'nn', 'vbd']]
 
-The fine-tuned tagger is a model directory with `tagger.json` (`model_directory.TaggerSpec`:
+The fine-tuned tagger is a model directory with `tagger.json` (`TaggerSpec`:
 task, labels, max_seq_length, casing, scheme): what `serving.tagger_export` reads.
 """
 
@@ -33,13 +33,13 @@ import tensorflow as tf
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import tagging_features
 from xlnet_tf.evaluation import tagging_metrics
-from xlnet_tf.model_directory import TaggerSpec
 from xlnet_tf.models import losses
 from xlnet_tf.models.xlnet_tagger import XLNetTagger
 from xlnet_tf.models.xlnet_tagger import build_tagger
 from xlnet_tf.training.finetuning import FinetuneOptions
 from xlnet_tf.training.finetuning import build_model_and_optimizer
 from xlnet_tf.training.finetuning import train_model
+from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 def tagging_loss(outputs: Dict[str, tf.Tensor], batch: Dict[str, tf.Tensor]):
   """The `Trainer` loss of a tagger: (cross-entropy summed over the micro-batch's labelled
@@ -53,7 +53,7 @@ def build_for_training(strategy: tf.distribute.Strategy, config: XLNetConfig,
   """(tagger, optimizer), in the strategy's scope, warm-started from `init_checkpoint`
   (`finetuning.build_model_and_optimizer`).
 
-  `config` carries the run's dropout (see `finetuning.finetune_config`); `head_dropout` is
+  `config` carries the run's dropout (see `XLNetConfig.for_finetuning`); `head_dropout` is
   the tagger's extra dropout before its logit layer (0: HuggingFace's model)."""
   return build_model_and_optimizer(
       strategy, options,
