@@ -16,7 +16,7 @@ from released_checkpoint import released_arrays_from_hf
 from released_checkpoint import write_released_dir
 from xlnet_tf import released_names
 from xlnet_tf.convert.importer import convert
-from xlnet_tf.convert import detect_source
+from xlnet_tf.convert.importer import detect_source
 from xlnet_tf import load_pretrained
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -44,7 +44,6 @@ The presets themselves are a table (`xlnet_tf.presets`); other archives (a mirro
 of your own in the released layout) are added there with `register_preset(Preset(...))`.
 """
 
-import dataclasses
 import http.client
 import json
 import os
@@ -53,7 +52,7 @@ import shutil
 import socket
 import sys
 import time
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Optional, Tuple, Union
 import urllib.error
 import urllib.parse
 import urllib.request

@@ -278,8 +278,7 @@ def hf_config(config: XLNetConfig, kind: str, model, spec: Dict[str, Any],
     notes.append(f"dropatt {config.dropatt} is not carried over: HuggingFace's XLNet drops "
                  f"attention probabilities at `dropout` ({config.dropout}) too")
   if kind in ("classifier", "race"):
-
-
+    spec_file = task_kind.get(kind).spec_file
     # HF applies summary_activation with or without the projection, as ours does.
     activation = model.sequence_summary.activation
     if activation not in HF_SUMMARY_ACTIVATIONS:

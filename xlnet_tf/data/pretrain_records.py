@@ -26,6 +26,7 @@ SentencePiece model's checksum, the shards and their counts, sizes and CRC-32C c
 and checksums were recorded still load; those checks are skipped for them.
 """
 
+import hashlib
 import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -328,3 +329,54 @@ def diagnose_shards(manifest: Mapping[str, Any]) -> List[Problem]:
   the problems, [] if every shard is sound."""
   problems = (diagnose_shard(shard) for shard in manifest["shards"])
   return [problem for problem in problems if problem is not None]
+
+
+# ---- the records of a run ------------------------------------------------------------------
+
+class CorruptRecordsError(ValueError):
+  """A record shard cannot be read (truncated or corrupt)."""
+
+
+def data_settings(manifest: Dict[str, Any]) -> Dict[str, Any]:
+  """What identifies the records of a run (not where they are): their settings, the
+  SentencePiece model and the shards (names, sizes, examples), hashed."""
+  shards = [{k: shard.get(k) for k in ("file", "examples", "size", "crc32c")}
+            for shard in manifest["shards"]]
+  digest = hashlib.sha256(json.dumps(shards, sort_keys=True).encode()).hexdigest()[:16]
+  return {"settings": manifest["settings"], "spiece_sha256": manifest["spiece"]["sha256"],
+          "examples": manifest["counts"].get("examples"), "shards_sha256": digest}
+
+
+def check_data(data_path: str) -> Dict[str, Any]:
+  """The manifest, after checking every shard it lists is there with the size it records
+  (cheap; catches truncation) and that its SentencePiece model is unchanged, before any
+  model work."""
+  manifest = load_manifest(data_path)
+  if not manifest["shards"] or manifest["counts"].get("examples", 0) == 0:
+    raise ValueError(f"--train_data {data_path}: the manifest lists no examples")
+  check_shards(manifest, f"--train_data {data_path}")
+  check_spiece(manifest, f"--train_data {data_path}")
+  return manifest
+
+
+def check_vocabulary(n_token: int, n_token_source: str, manifest: Dict[str, Any],
+                     source: str) -> None:
+  """Raises ValueError (naming both numbers and where they come from) when the records'
+  SentencePiece vocabulary has ids the model has no embedding for (n_token smaller)."""
+  vocab = manifest["spiece"]["vocab_size"]
+  if n_token < vocab:
+    raise ValueError(f"{source}: the records' vocabulary has {vocab} pieces "
+                     f"({manifest['spiece']['path']}), more than the model's n_token="
+                     f"{n_token} ({n_token_source}); ids >= {n_token} have no embedding")
+
+
+def corrupt_data_error(manifest, data_path: str, error) -> Exception:
+  """tf.data's DataLossError names no file: find the bad shard(s) and record offsets."""
+  problems = diagnose_shards(manifest)
+  found = "; ".join(f"{path}: {problem}" + (f" (record at byte {offset})"
+                                            if offset is not None else "")
+                    for path, problem, offset in problems[:5])
+  return CorruptRecordsError(
+      f"--train_data {data_path}: reading the records failed ({error.message.strip()}). "
+      + (f"Bad shard(s): {found}" if problems else "No shard differs from its manifest entry")
+      + ". Recreate the records (or run `python -m data_prep.verify_records`)")

@@ -149,27 +149,3 @@ class SquadHead(tf_keras.layers.Layer):
                   initializer_range=self.initializer_range, dropout_rate=self.dropout_rate,
                   answer_class_start=self.answer_class_start)
     return config
-
-
-def squad_loss(outputs, start_positions, end_positions, is_impossible=None):
-  """The released loss: mean of the start and end cross-entropies, plus half the binary
-  cross-entropy of the answer class when `is_impossible` is given (v2.0). Scalar."""
-  start = tf.nn.sparse_softmax_cross_entropy_with_logits(start_positions,
-                                                         outputs["start_logits"])
-  end = tf.nn.sparse_softmax_cross_entropy_with_logits(end_positions, outputs["end_logits"])
-  loss = tf.reduce_mean(start + end) / 2.0
-  if is_impossible is not None:
-    answer = tf.nn.sigmoid_cross_entropy_with_logits(tf.cast(is_impossible, tf.float32),
-                                                     outputs["cls_logits"])
-    loss += 0.5 * tf.reduce_mean(answer)
-  return loss
-
-
-def squad_loss_sum(outputs, batch, answer_class: bool = True):
-  """`squad_loss` as the common trainer's `LossFn`: (the loss summed over the batch, the
-  number of windows), from the batch's start_positions, end_positions and, when
-  `answer_class` (the released run_squad.py: always, v1.1 included), is_impossible."""
-  count = tf.cast(tf.shape(batch["start_positions"])[0], tf.float32)
-  mean = squad_loss(outputs, batch["start_positions"], batch["end_positions"],
-                    batch["is_impossible"] if answer_class else None)
-  return mean * count, count

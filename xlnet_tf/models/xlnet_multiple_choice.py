@@ -85,16 +85,6 @@ class XLNetMultipleChoice(XLNetClassifier):
     return config
 
 
-def multiple_choice_loss(outputs: Mapping[str, tf.Tensor], batch: Mapping[str, tf.Tensor]
-                         ) -> Tuple[tf.Tensor, tf.Tensor]:
-  """(softmax cross-entropy over the options summed over the micro-batch's questions,
-  their number): logits [B, C] against batch["label"] [B] (the right option's index).
-  The common `Trainer`'s `LossFn` of the "xlnet/race" task (`xlnet_tf.tasks.race`)."""
-  labels = batch["label"]
-  losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, outputs["logits"])  # [B]
-  return tf.reduce_sum(losses), tf.cast(tf.shape(labels)[0], tf.float32)
-
-
 @dataclasses.dataclass(frozen=True)
 class RaceSpec:
   """What a fine-tuned RACE model reads and how it is built (its model directory's

@@ -30,7 +30,7 @@ TensorFlow and tensorflow-text:
 """
 
 import os
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional
 
 import tensorflow as tf
 
@@ -146,12 +146,12 @@ def export_classifier(model_dir: str, export_dir: str, pair: Optional[bool] = No
         model, spec, spiece,
         pair=classifier_tasks.is_pair_task(spec.task_name) if pair is None else pair,
         bucketed=bucketed)
-  return export_model_dir(model_dir, export_dir, load_classifier, serving, spiece_model,
+  return export_model_dir(model_dir, export_dir, ClassifierSpec, serving, spiece_model,
                           spiece_hint="--spiece_model_file", card=export_card.classifier_card)
 
 
 def export_model_dir(model_dir: str, export_dir: str,
-                     load: Callable[[str], Tuple[Any, Any]],
+                     spec_class: type,
                      serving: Callable[[Any, Any, str], tf.Module],
                      spiece_model: Optional[str] = None,
                      spiece_hint: str = "spiece_model",
@@ -160,15 +160,16 @@ def export_model_dir(model_dir: str, export_dir: str,
   """Exports a fine-tuned model's directory as a SavedModel; returns export_dir.
 
   `export_dir` is checked first (`export_card.check_export_dir`: a file, under a file,
-  not writable, not empty), then `load(model_dir)` gives (model, spec) and
-  `serving(model, spec, spiece_model)` the module whose `signatures()` are saved. `spiece_model` defaults to
+  not writable, not empty), then `model_directory.load(model_dir, spec_class)` gives
+  (model, spec) and `serving(model, spec, spiece_model)` the module whose `signatures()`
+  are saved. `spiece_model` defaults to
   `model_dir/spiece.model`; a missing one raises FileNotFoundError (`spiece_hint` names
   how to pass another). `card(module)` describes the export for its model card
   (`export_card.write`: README.md beside the SavedModel, with the parity measured on the
   reloaded SavedModel).
   """
   export_card.check_export_dir(export_dir)
-  model, spec = load(model_dir)
+  model, spec = model_directory.load(model_dir, spec_class)
   spiece_model = spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not tf.io.gfile.exists(spiece_model):
     raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "

@@ -35,7 +35,6 @@ from typing import Dict, Optional
 import tensorflow as tf
 
 from xlnet_tf.data import tokenization
-from xlnet_tf import model_directory
 from xlnet_tf.serving import export_card
 from xlnet_tf.serving.export import export_model_dir
 from xlnet_tf.serving.text_encoder import TEXTS
@@ -146,5 +145,5 @@ def export_tagger(model_dir: str, export_dir: str,
   """
   def serving(model, spec: TaggerSpec, spiece: str) -> TaggerServing:
     return TaggerServing(model, spec, spiece, bucketed=bucketed)
-  return export_model_dir(model_dir, export_dir, load_tagger, serving, spiece_model,
+  return export_model_dir(model_dir, export_dir, TaggerSpec, serving, spiece_model,
                           spiece_hint="spiece_model", card=export_card.tagger_card)

@@ -18,7 +18,7 @@ the SentencePiece model, the per-replica micro-batch size.
 
 import dataclasses
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Sequence
 
 from official.core import base_task
 from official.core import config_definitions as cfg
@@ -32,8 +32,9 @@ from xlnet_tf import task_kind
 from xlnet_tf import pretrained
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.data import feature_cache
 from xlnet_tf.data import tokenization
-from xlnet_tf.training import finetuning
+from xlnet_tf.training import loop
 from xlnet_tf.training import optimization
 
 
@@ -71,19 +72,34 @@ class TaskDataConfig(cfg.DataConfig):
   seed: Optional[int] = 0
 
 
-# The optimisation fields of `finetuning.FinetuneOptions` (same names, types and defaults:
-# the released run_classifier.py's); the loop's (train_steps, steps_per_loop, checkpoint
-# interval, max_to_keep) are in `trainer`, the warm start is `task.init_checkpoint`.
-_LOOP_FIELDS = ("model_dir", "train_steps", "steps_per_loop", "save_steps", "max_checkpoints",
-                "init_checkpoint", "stop_at_step", "attempt")
-FinetuneSettings = dataclasses.make_dataclass(
-    "FinetuneSettings",
-    [(f.name, f.type, dataclasses.field(default=f.default))
-     for f in dataclasses.fields(finetuning.FinetuneOptions) if f.name not in _LOOP_FIELDS],
-    bases=(base_config.Config,))
-FinetuneSettings.__module__ = __name__
-FinetuneSettings.__doc__ = ("The optimisation settings of `finetuning.FinetuneOptions` "
-                            "(same names and defaults).")
+# The fields of `loop.RunOptions` that are not a task's `optimization` settings: the loop's
+# (train_steps, steps_per_loop, checkpoint interval, max_to_keep) are in `trainer`, the
+# warm start is `task.init_checkpoint`.
+LOOP_FIELDS = ("model_dir", "train_steps", "steps_per_loop", "save_steps", "max_checkpoints",
+               "init_checkpoint", "stop_at_step", "attempt")
+
+
+def optimization_settings(name: str, module: str, doc: str, leave_out: Sequence[str] = (),
+                          **defaults) -> type:
+  """The `optimization` config class of a task: the fields of `loop.RunOptions` (same
+  names and types) but LOOP_FIELDS and `leave_out`, with RunOptions' defaults or
+  `defaults`."""
+  unknown = set(defaults) - {f.name for f in dataclasses.fields(loop.RunOptions)}
+  if unknown:
+    raise ValueError(f"{name}: {sorted(unknown)} are not fields of RunOptions")
+  cls = dataclasses.make_dataclass(
+      name, [(f.name, f.type, dataclasses.field(default=defaults.get(f.name, f.default)))
+             for f in dataclasses.fields(loop.RunOptions)
+             if f.name not in LOOP_FIELDS and f.name not in leave_out],
+      bases=(base_config.Config,))
+  cls.__module__, cls.__doc__ = module, doc
+  return cls
+
+
+FinetuneSettings = optimization_settings(
+    "FinetuneSettings", __name__, "The optimisation settings of a fine-tuning task "
+    "(`loop.RunOptions`' names and defaults: the released run_classifier.py's).",
+    leave_out=("objective",))
 
 
 def data_config(split: str, is_training: bool, batch_size: int,
@@ -267,11 +283,55 @@ class XLNetTask(base_task.Task):
 
   def data_key(self, path: str) -> Any:
     """What identifies the training data of a run (the cache's key)."""
-    from xlnet_tf.data import feature_cache  # pylint: disable=g-import-not-at-top
     info = feature_cache.read_cache_info(path)
     return info and info.get("key")
 
-  # ---- training --------------------------------------------------------------------------
+  # ---- training: what the driver (`train_lib.train`) asks every task -------------------
+
+  RUN_PURPOSE = "fine-tuning"          # names the run in the directory's lock
+
+  def train_run_settings(self, data: TaskDataConfig,
+                         strategy: tf.distribute.Strategy) -> Dict[str, Any]:
+    """What defines a training run besides the config and the options (recorded in
+    run_settings.json): the task, the training features, the batch, the replicas."""
+    return {"task": self.run_settings(), "train_data": self.data_key(self.features_path(data)),
+            "train_batch_size": data.global_batch_size,
+            "replicas": strategy.num_replicas_in_sync}
+
+  def train_dataset_fn(self, data: TaskDataConfig, grad_accum_steps: int):
+    """`dataset_fn(input_context, start_step)` of `loop.train_model`: the training
+    micro-batches from step `start_step` on (a step takes `grad_accum_steps` micro-batches
+    for each replica an input pipeline feeds)."""
+    path = self.features_path(data)
+
+    def dataset_fn(ctx, start_step):
+      replicas_per_pipeline = ctx.num_replicas_in_sync // ctx.num_input_pipelines
+      return self.build_inputs(data, ctx, path=path).skip(
+          start_step * grad_accum_steps * replicas_per_pipeline)
+    return dataset_fn
+
+  def model_run_settings(self) -> Dict[str, Any]:
+    """The part of `train_run_settings` that shapes the model (what `train_lib.evaluate`
+    compares before reading a checkpoint)."""
+    return {"task": self.run_settings()}
+
+  def build_memories(self, strategy: tf.distribute.Strategy, config: XLNetConfig):
+    """The Transformer-XL memories a training step carries (None: fine-tuning has none)."""
+    del strategy, config
+    return None
+
+  def tokens_per_step(self, strategy: tf.distribute.Strategy) -> Optional[int]:
+    """Global tokens per step, for the tokens/s the trainer reports (None: not reported)."""
+    del strategy
+    return None
+
+  def data_error(self, error: Exception) -> Exception:
+    """The error to raise for tf.data's DataLossError while training (naming the file)."""
+    return error
+
+  def prepare_validation(self, data: TaskDataConfig) -> None:
+    """Builds what evaluating `data` reads (its feature cache) before training starts."""
+    self.features_path(data)
 
   def forward_fn(self):
     """How the trainer runs the model (None: `model(inputs, training=True)`)."""
@@ -281,10 +341,11 @@ class XLNetTask(base_task.Task):
     """What defines the task in a run's settings (the model directory's spec)."""
     return self.spec_values()
 
-  def reference_loss(self, train_path: str) -> Optional[Dict[str, Any]]:
-    """The loss of predicting the training labels' prior (`collapse.reference_loss`), which
-    the collapse check compares the training loss with; None: the task has none."""
-    del train_path
+  def reference_loss(self, data: TaskDataConfig) -> Optional[Dict[str, Any]]:
+    """The loss of predicting the training labels' prior (`collapse.reference_loss`) on
+    the training data `data`, which the collapse check compares the training loss with;
+    None: the task has none."""
+    del data
     return None
 
   def train_step(self, inputs, model, optimizer, metrics=None):

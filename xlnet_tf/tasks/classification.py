@@ -10,7 +10,7 @@
 The pieces are the existing ones: examples from `data.classifier_tasks`, features cached as
 TFRecords by `data.classifier_features` (streamed, never held in memory), the model of
 `models.xlnet_classifier` with the fine-tuning run options of `XLNetConfig.for_finetuning`,
-the loss of `training.classifier_trainer` and the metrics of
+its loss (`classifier_loss`) and the metrics of
 `evaluation.classifier_metrics` (the task's own list: accuracy, F1, MCC, Pearson, ...).
 
 Training runs through `tasks.train_lib` (experiments/train.py), which hands the task's
@@ -31,19 +31,19 @@ import tensorflow as tf
 import tf_keras
 
 from xlnet_tf import model_card
-from xlnet_tf import model_directory
 from xlnet_tf.data import classifier_features
 from xlnet_tf.data import classifier_tasks
 from xlnet_tf.evaluation import classifier_metrics
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.serving import export as classifier_export
 from xlnet_tf.tasks import base
-from xlnet_tf.training import classifier_trainer
 from xlnet_tf.training import collapse
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf.models.xlnet_classifier import XLNetClassifier
 from xlnet_tf import released_names
 from xlnet_tf import task_kind
+
+MODEL_INPUTS = ("input_ids", "segment_ids", "input_mask")
 
 
 @dataclasses.dataclass
@@ -87,6 +87,36 @@ class ClassificationConfig(cfg.TaskConfig):
       default_factory=base.FinetuneSettings)
 
 
+# ---- prediction ------------------------------------------------------------------------
+
+def predict(model: tf_keras.Model, dataset: tf.data.Dataset) -> Dict[str, np.ndarray]:
+  """Logits (and scores) of every batch of an (unrepeated) dataset, concatenated."""
+  run = tf.function(lambda batch: model({k: batch[k] for k in MODEL_INPUTS}, training=False))
+  outputs = {}
+  for batch in dataset:
+    for key, value in run(batch).items():
+      outputs.setdefault(key, []).append(value.numpy())
+  return {key: np.concatenate(values) for key, values in outputs.items()}
+
+
+# ---- the loss (the trainer's `LossFn`: sum over the micro-batch, count) ----------
+
+def example_losses(outputs: Dict[str, tf.Tensor], labels: tf.Tensor,
+                   is_regression: bool) -> tf.Tensor:
+  """Per-example loss [B], float32."""
+  if is_regression:
+    return tf.square(outputs["score"] - tf.cast(labels, tf.float32))
+  return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(labels, tf.int32),
+                                                        logits=outputs["logits"])
+
+
+def classifier_loss(outputs, batch, is_regression: bool):
+  """(loss summed over the micro-batch's examples, their number)."""
+  labels = batch["label_id"]
+  return (tf.reduce_sum(example_losses(outputs, labels, is_regression)),
+          tf.cast(tf.shape(labels)[0], tf.float32))
+
+
 KIND = task_kind.register(task_kind.TaskKind(
     name="classifier", description="classification head (model/classification_<task>/logit "
                                    "or model/regression_<task>/logit)",
@@ -97,7 +127,7 @@ KIND = task_kind.register(task_kind.TaskKind(
     head_variables=released_names.classifier_head_variables,
     hf_architectures_in=("XLNetForSequenceClassification",),
     hf_architecture_out="XLNetForSequenceClassification",
-    max_seq_length=128, experiment="xlnet/classification", loss=classifier_trainer.classifier_loss))
+    max_seq_length=128, experiment="xlnet/classification", loss=classifier_loss))
 
 
 @task_factory.register_task_cls(ClassificationConfig)
@@ -106,7 +136,7 @@ class ClassificationTask(base.XLNetTask):
 
   KIND = KIND
 
-  INPUT_KEYS = classifier_trainer.MODEL_INPUTS
+  INPUT_KEYS = MODEL_INPUTS
   LABEL_KEY = "label_id"
 
   def __init__(self, params: ClassificationConfig, logging_dir: Optional[str] = None,
@@ -201,10 +231,10 @@ class ClassificationTask(base.XLNetTask):
         shuffle_buffer_size=params.shuffle_buffer_size,
         drop_remainder=params.drop_remainder if params.is_training else False)
 
-  def reference_loss(self, train_path: str) -> Dict[str, Any]:
+  def reference_loss(self, data: ClassificationDataConfig) -> Dict[str, Any]:
     """`collapse.reference_loss` of the training labels in the cached features."""
     labels = [batch["label_id"].numpy() for batch in classifier_features.classifier_dataset(
-        train_path, 1024, is_training=False)]
+        self.features_path(data), 1024, is_training=False)]
     return collapse.reference_loss(np.concatenate(labels), self.spec.is_regression)
 
   def write_model_card(self, model, directory: str, details: Dict[str, str]) -> str:
@@ -221,16 +251,15 @@ class ClassificationTask(base.XLNetTask):
 
   def loss_fn(self):
     """The loss of the common `Trainer`: (sum over the micro-batch, count)."""
-    return functools.partial(classifier_trainer.classifier_loss,
-                             is_regression=self.spec.is_regression)
+    return functools.partial(classifier_loss, is_regression=self.spec.is_regression)
 
   @property
   def fit_output(self) -> str:
     return "score" if self.spec.is_regression else "logits"
 
   def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
-    """Mean per-example loss (`classifier_trainer.example_losses`) plus `aux_losses`."""
-    loss = tf.reduce_mean(classifier_trainer.example_losses(
+    """Mean per-example loss (`example_losses`) plus `aux_losses`."""
+    loss = tf.reduce_mean(example_losses(
         model_outputs, labels, self.spec.is_regression))
     if aux_losses:
       loss += tf.add_n(aux_losses)
@@ -300,7 +329,7 @@ class ClassificationTask(base.XLNetTask):
     (regression) or class ids."""
     examples = self.task_spec.read(self.data_dir, split)
     data = self.task_config.validation_data.replace(split=split)
-    outputs = classifier_trainer.predict(model, self.build_inputs(data))
+    outputs = predict(model, self.build_inputs(data))
     predictions = (outputs["score"] if self.spec.is_regression
                    else np.argmax(outputs["logits"], -1))
     return examples, predictions

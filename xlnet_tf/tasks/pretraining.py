@@ -9,15 +9,19 @@ Garden task.
 The records are `data_prep.create_pretraining_data`'s: the data settings (seq_len,
 reuse_len, num_predict, bi_data, the batch layout) come from their manifest, the
 architecture from `task.model` (or a released xlnet_config.json in `task.model.model_config`).
-Training is `training.pretraining.run_pretraining` (the common `Trainer` with per-replica
-Transformer-XL memories); evaluation is the mean target cross-entropy over one ordered pass
+Training is the driver's, as for every task (`train_lib.train`: `loop.train_model`, the
+common `Trainer`, here with per-replica Transformer-XL memories, `build_memories`);
+evaluation is the mean target cross-entropy over one ordered pass
 of the validation records, with the memories carried from row to row as in training
-(`METRIC` "loss", lower is better). The model directory is `pretrained.save_pretrained`'s;
+(`METRIC` "loss", lower is better). The model directory (final/ and best/ alike) is
+`pretrained.save_pretrained`'s, with the records' text normalisation;
 the SavedModel serves the encoder's hidden states of raw text (`serving.encoder_export`).
 """
 
 import dataclasses
 import os
+
+from absl import logging
 from typing import Any, Dict, List, Optional
 
 from official.core import config_definitions as cfg
@@ -36,9 +40,12 @@ from xlnet_tf.models.xlnet_pretrainer import XLNetPretrainer
 from xlnet_tf import task_kind
 from xlnet_tf.serving import encoder_export
 from xlnet_tf.tasks import base
-from xlnet_tf.training import pretraining
-from xlnet_tf.training.pretrain_trainer import MODEL_INPUTS
-from xlnet_tf.training.pretrain_trainer import pretraining_loss
+from xlnet_tf.data import pretrain_records
+from xlnet_tf.models.losses import target_cross_entropy
+from xlnet_tf.training.memory import ReplicaMemories
+from xlnet_tf.training.memory import local_replica_count
+
+MODEL_INPUTS = ("input_ids", "segment_ids", "input_mask", "perm_mask", "target_mapping")
 
 
 # The record settings the held-out loss shares with training: the model's memory and
@@ -64,7 +71,23 @@ class PretrainModelConfig(base_config.Config):
   dropatt: float = 0.1
   clamp_len: int = -1
   same_length: bool = False
-  init_std: float = 0.02
+  initializer_range: float = 0.02
+  init_std: Optional[float] = None      # the old name of initializer_range, still read
+
+
+def _initializer_range(model: PretrainModelConfig) -> float:
+  """task.model.initializer_range; the old key task.model.init_std is still read, with a
+  warning saying its new name (both given and different: a ValueError)."""
+  if model.init_std is None:
+    return model.initializer_range
+  if model.initializer_range not in (0.02, model.init_std):
+    raise ValueError(f"task.model.init_std ({model.init_std}) and task.model."
+                     f"initializer_range ({model.initializer_range}) disagree: init_std is "
+                     f"the old name of initializer_range; give initializer_range alone")
+  logging.warning("task.model.init_std is now task.model.initializer_range (XLNetConfig's "
+                  "name); the value %s was used. Rename the key in your YAML or "
+                  "--params_override.", model.init_std)
+  return model.init_std
 
 
 @dataclasses.dataclass
@@ -74,17 +97,15 @@ class PretrainDataConfig(cfg.DataConfig):
   input_path: str = ""
 
 
-_LOOP_FIELDS = ("model_dir", "train_steps", "steps_per_loop", "save_steps", "max_checkpoints",
-                "init_checkpoint", "final_dir", "stop_at_step")
-PretrainSettings = dataclasses.make_dataclass(
-    "PretrainSettings",
-    [(f.name, f.type, dataclasses.field(default=f.default))
-     for f in dataclasses.fields(pretraining.PretrainOptions) if f.name not in _LOOP_FIELDS],
-    bases=(base_config.Config,))
-PretrainSettings.__module__ = __name__
-PretrainSettings.__doc__ = ("The optimisation settings of `pretraining.PretrainOptions` "
-                            "(same names and defaults: the paper's pretraining values, "
-                            "the released TPU scripts' flags).")
+# The paper's pretraining values and the released train.py's flags; fine-tuning's settings
+# (layer-wise decay, gradient accumulation: the memories take whole steps, the collapse
+# check) are left out.
+PretrainSettings = base.optimization_settings(
+    "PretrainSettings", __name__, "The optimisation settings of pretraining "
+    "(`loop.RunOptions`' names; the paper's values and the released train.py's flags).",
+    leave_out=("lr_layer_decay_rate", "lr_layer_decay_mode", "grad_accum_steps",
+               "collapse_check_steps", "restarts"),
+    learning_rate=4e-4, weight_decay=0.01, adam_epsilon=1e-6, min_lr_ratio=0.001)
 
 
 @dataclasses.dataclass
@@ -97,6 +118,13 @@ class PretrainingConfig(cfg.TaskConfig):
   validation_data: PretrainDataConfig = dataclasses.field(
       default_factory=lambda: PretrainDataConfig(is_training=False))
   optimization: PretrainSettings = dataclasses.field(default_factory=PretrainSettings)
+
+
+# ---- the loss (the trainer's `LossFn`: sum over the micro-batch, count) ----------
+
+def pretraining_loss(outputs, batch):
+  """(cross-entropy summed over the real targets, their number) of one micro-batch."""
+  return target_cross_entropy(outputs["logits"], batch["target"], batch["target_mask"])
 
 
 KIND = task_kind.register(task_kind.TaskKind(
@@ -127,7 +155,7 @@ class PretrainingTask(base.XLNetTask):
     if not data.input_path:
       raise ValueError(f"task.{base.data_name(data)}.input_path is empty (a record "
                        f"directory of data_prep.create_pretraining_data)")
-    return pretraining.check_data(data.input_path)
+    return pretrain_records.check_data(data.input_path)
 
   def xlnet_config(self) -> XLNetConfig:
     """task.model's network with the records' reuse_len and bi_data; the attention is the
@@ -138,7 +166,7 @@ class PretrainingTask(base.XLNetTask):
     run = dict(dropout=model.dropout, dropatt=model.dropatt, mem_len=model.mem_len,
                reuse_len=settings["reuse_len"], attn_type=attn_type, bi_data=settings["bi_data"],
                clamp_len=model.clamp_len, same_length=model.same_length,
-               initializer_range=model.init_std)
+               initializer_range=_initializer_range(model))
     if model.model_config:
       return XLNetConfig.from_json_file(model.model_config).replace(**run)
     return XLNetConfig(
@@ -166,7 +194,7 @@ class PretrainingTask(base.XLNetTask):
     params = self.task_config
     n_token = self.xlnet_config().n_token       # reads (and checks) the training records
     train = self.manifest()
-    pretraining.check_vocabulary(n_token, self.n_token_source(), train,
+    pretrain_records.check_vocabulary(n_token, self.n_token_source(), train,
                                  f"task.train_data.input_path {params.train_data.input_path}")
     if evaluating:
       _check_same_layout(train, self.manifest(params.validation_data))
@@ -180,12 +208,65 @@ class PretrainingTask(base.XLNetTask):
           self.task_config.init_checkpoint), model_directory.CHECKPOINT_PREFIX))
 
   def build_inputs(self, params: PretrainDataConfig,
-                   input_context: Optional[tf.distribute.InputContext] = None):
+                   input_context: Optional[tf.distribute.InputContext] = None,
+                   start_step: int = 0):
+    """Per-replica batches of the records (the bsz_per_host rows of a step shared by the
+    replicas of an input pipeline, each keeping its own streams), from step `start_step`
+    on: training repeats with shuffled shard order (the data seed), evaluation is one
+    ordered pass."""
     manifest = self.manifest(params)
-    return pretrain_dataset(params.input_path, manifest["settings"]["bsz_per_host"],
+    return pretrain_dataset(params.input_path,
+                            manifest["settings"]["bsz_per_host"] // _replicas(input_context),
                             input_context, seed=self.task_config.optimization.seed,
                             repeat=params.is_training, shuffle_shards=params.is_training,
-                            manifest=manifest, objective=self.task_config.optimization.objective)
+                            skip_steps=start_step, manifest=manifest,
+                            objective=self.task_config.optimization.objective)
+
+  # ---- training (`train_lib.train`) ---------------------------------------------------
+
+  RUN_PURPOSE = "pretraining"
+
+  def train_run_settings(self, data: PretrainDataConfig,
+                         strategy: tf.distribute.Strategy) -> Dict[str, Any]:
+    """The records (settings, SentencePiece model, shards: `pretrain_records.data_settings`)
+    and the replicas; a host's replicas must share its bsz_per_host streams evenly."""
+    rows = self.manifest(data)["settings"]["bsz_per_host"]
+    local = local_replica_count(strategy)
+    if rows % local:
+      raise ValueError(f"{local} replicas per host cannot share bsz_per_host ({rows}) "
+                       f"streams evenly; recreate the records with a multiple")
+    return {"data": pretrain_records.data_settings(self.manifest(data)),
+            "replicas": strategy.num_replicas_in_sync}
+
+  def model_run_settings(self) -> Dict[str, Any]:
+    return {}                            # the records shape the data, not the model
+
+  def train_dataset_fn(self, data: PretrainDataConfig, grad_accum_steps: int):
+    if grad_accum_steps != 1:
+      raise ValueError("pretraining takes whole steps (the memories carry from one to the "
+                       "next): grad_accum_steps must be 1")
+    return lambda ctx, start_step: self.build_inputs(data, ctx, start_step)
+
+  def build_memories(self, strategy: tf.distribute.Strategy, config: XLNetConfig):
+    """One memory per replica and layer ([mem_len, rows of a replica, d_model]), or None
+    without memory (mem_len 0)."""
+    if config.mem_len <= 0:
+      return None
+    rows = self.manifest()["settings"]["bsz_per_host"] // local_replica_count(strategy)
+    return ReplicaMemories(strategy, config.n_layer, rows, config.mem_len, config.d_model)
+
+  def tokens_per_step(self, strategy: tf.distribute.Strategy) -> int:
+    """bsz_per_host rows of seq_len tokens for every input pipeline (host)."""
+    settings = self.manifest()["settings"]
+    pipelines = max(1, strategy.num_replicas_in_sync // local_replica_count(strategy))
+    return settings["bsz_per_host"] * pipelines * settings["seq_len"]
+
+  def data_error(self, error: Exception) -> Exception:
+    return pretrain_records.corrupt_data_error(self.manifest(),
+                                               self.task_config.train_data.input_path, error)
+
+  def prepare_validation(self, data: PretrainDataConfig) -> None:
+    self.manifest(data)
 
   def spec_values(self) -> Dict[str, Any]:
     return {"objective": self.task_config.optimization.objective}
@@ -216,21 +297,29 @@ class PretrainingTask(base.XLNetTask):
     loss = total / count
     return {"loss": loss, "perplexity": float(tf.exp(loss)), "num_targets": int(count)}
 
+  def text_settings(self) -> Dict[str, bool]:
+    """The records' text normalisation (their manifest's uncased and keep_accents)."""
+    settings = self.manifest()["settings"]
+    return {"uncased": bool(settings.get("uncased", False)),
+            "keep_accents": bool(settings.get("keep_accents", False))}
+
   def save_model_dir(self, model, directory, metrics=None):
+    """The pretrained model directory (`pretrained.save_pretrained`): config, weights, the
+    records' SentencePiece model and their text normalisation. The one writer of a
+    pretraining run's final/ and best/."""
     del metrics
-    uncased = bool(self.manifest()["settings"].get("uncased", False))
     pretrained.save_pretrained(model, directory, self.spiece_model(),
-                               text={"uncased": uncased, "keep_accents": False})
+                               text=self.text_settings())
 
   def load_model_dir(self, directory):
     return pretrained.load_pretrained(directory)
 
-  def export(self, model_dir, export_dir):
+  def export_options(self) -> Dict[str, Any]:
     """The encoder's SavedModel (`serving.encoder_export`) at the records' seq_len and
-    casing."""
-    settings = self.manifest()["settings"]
-    return encoder_export.export_encoder(model_dir, export_dir, settings["seq_len"],
-                                         lower=bool(settings.get("uncased", False)))
+    text normalisation."""
+    text = self.text_settings()
+    return {"max_seq_length": self.manifest()["settings"]["seq_len"],
+            "lower": text["uncased"], "keep_accents": text["keep_accents"]}
 
 
 def row_memories(config: XLNetConfig, batch: Dict[str, tf.Tensor],
@@ -279,3 +368,10 @@ def _eval_step(model, batch, mems):
   outputs = model(inputs, training=False)
   loss_sum, count = pretraining_loss(outputs, batch)
   return loss_sum, count, outputs.get("new_mems")
+
+
+def _replicas(input_context: Optional[tf.distribute.InputContext]) -> int:
+  """The replicas one input pipeline feeds (1 without a context)."""
+  if input_context is None:
+    return 1
+  return input_context.num_replicas_in_sync // input_context.num_input_pipelines

@@ -27,7 +27,7 @@ with the common `training.trainer.Trainer`, as for every XLNet task.
 import dataclasses
 import glob
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 from official.core import config_definitions as cfg
@@ -40,7 +40,6 @@ from xlnet_tf.data import race
 from xlnet_tf.evaluation import race_metrics
 from xlnet_tf.models.xlnet_multiple_choice import OPTION_INPUTS
 from xlnet_tf.models.xlnet_multiple_choice import build_multiple_choice
-from xlnet_tf.models.xlnet_multiple_choice import multiple_choice_loss
 from xlnet_tf.serving import race_export
 from xlnet_tf.tasks import base
 from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
@@ -90,6 +89,18 @@ class RaceConfig(cfg.TaskConfig):
   validation_data: RaceDataConfig = base.data_config("dev", False, 32, RaceDataConfig)
   optimization: base.FinetuneSettings = dataclasses.field(
       default_factory=lambda: base.FinetuneSettings(learning_rate=2e-5, adam_epsilon=1e-6))
+
+
+# ---- the loss (the trainer's `LossFn`: sum over the micro-batch, count) ----------
+
+def multiple_choice_loss(outputs: Mapping[str, tf.Tensor], batch: Mapping[str, tf.Tensor]
+                         ) -> Tuple[tf.Tensor, tf.Tensor]:
+  """(softmax cross-entropy over the options summed over the micro-batch's questions,
+  their number): logits [B, C] against batch["label"] [B] (the right option's index).
+  The common `Trainer`'s `LossFn` of the "xlnet/race" task (`xlnet_tf.tasks.race`)."""
+  labels = batch["label"]
+  losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, outputs["logits"])  # [B]
+  return tf.reduce_sum(losses), tf.cast(tf.shape(labels)[0], tf.float32)
 
 
 KIND = task_kind.register(task_kind.TaskKind(

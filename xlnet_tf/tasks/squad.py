@@ -52,7 +52,6 @@ from official.core import task_factory
 import tensorflow as tf
 import tf_keras
 
-from xlnet_tf import model_directory
 from xlnet_tf.data import feature_cache
 from xlnet_tf.data import sample_data
 from xlnet_tf.data import squad
@@ -61,7 +60,6 @@ from xlnet_tf.data import text_alignment
 from xlnet_tf.data import tokenization
 from xlnet_tf.evaluation import squad_metrics
 from xlnet_tf.evaluation import squad_postprocess
-from xlnet_tf.layers import squad_head
 from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.serving import squad_export
 from xlnet_tf.tasks import base
@@ -158,6 +156,32 @@ class SquadPredictions:
   num_windows: int
 
 
+# ---- the loss (the trainer's `LossFn`: sum over the micro-batch, count) ----------
+
+def squad_loss(outputs, start_positions, end_positions, is_impossible=None):
+  """The released loss: mean of the start and end cross-entropies, plus half the binary
+  cross-entropy of the answer class when `is_impossible` is given (v2.0). Scalar."""
+  start = tf.nn.sparse_softmax_cross_entropy_with_logits(start_positions,
+                                                         outputs["start_logits"])
+  end = tf.nn.sparse_softmax_cross_entropy_with_logits(end_positions, outputs["end_logits"])
+  loss = tf.reduce_mean(start + end) / 2.0
+  if is_impossible is not None:
+    answer = tf.nn.sigmoid_cross_entropy_with_logits(tf.cast(is_impossible, tf.float32),
+                                                     outputs["cls_logits"])
+    loss += 0.5 * tf.reduce_mean(answer)
+  return loss
+
+
+def squad_loss_sum(outputs, batch, answer_class: bool = True):
+  """`squad_loss` as the common trainer's `LossFn`: (the loss summed over the batch, the
+  number of windows), from the batch's start_positions, end_positions and, when
+  `answer_class` (the released run_squad.py: always, v1.1 included), is_impossible."""
+  count = tf.cast(tf.shape(batch["start_positions"])[0], tf.float32)
+  mean = squad_loss(outputs, batch["start_positions"], batch["end_positions"],
+                    batch["is_impossible"] if answer_class else None)
+  return mean * count, count
+
+
 KIND = task_kind.register(task_kind.TaskKind(
     name="squad", description="SQuAD head (start_logits/, end_logits/, answer_class/)",
     model_class=XLNetForSquad, build_model=build_squad_model, spec_class=SquadSpec,
@@ -167,7 +191,7 @@ KIND = task_kind.register(task_kind.TaskKind(
     head_variables=lambda model, task_name: released_names.squad_head_variables(model),
     hf_architectures_in=("XLNetForQuestionAnswering",),
     hf_architecture_out="XLNetForQuestionAnswering",
-    max_seq_length=512, experiment="xlnet/squad", loss=squad_head.squad_loss_sum))
+    max_seq_length=512, experiment="xlnet/squad", loss=squad_loss_sum))
 
 # HuggingFace's simple span head: imported, converted back and served with the SQuAD
 # export's signature (v1.1); not trained here (the SQuAD task trains the released head).

@@ -12,9 +12,9 @@ subset, or the whole corpus in `data_dir`, split 80/10/10 by a hash of each sent
 guid), features cached as TFRecords by `data.tagging_features` (each word's label on its
 first piece; streamed, never held in memory), the model of `models.xlnet_tagger`
 (HuggingFace's XLNetForTokenClassification) with the fine-tuning run options of
-`XLNetConfig.for_finetuning`, the loss `tagger_training.tagging_loss` (cross-entropy of
+`XLNetConfig.for_finetuning`, the loss `tagging_loss` (cross-entropy of
 the labelled words, normalised by the global count), the evaluation
-`tagger_training.evaluate_tagger` (`evaluation.tagging_metrics`: token accuracy, micro and
+`evaluate_tagger` (`evaluation.tagging_metrics`: token accuracy, micro and
 macro tag F1, entity F1 for BIO tags), the model directory of `model_directory` (tagger.json)
 and the raw-text SavedModel of `serving.tagger_export`.
 
@@ -27,14 +27,15 @@ Training runs through `tasks.train_lib` (experiments/train.py) with the common
 """
 
 import dataclasses
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
+import numpy as np
 from official.core import config_definitions as cfg
 from official.core import task_factory
+import sentencepiece as spm
 import tensorflow as tf
 import tf_keras
 
-from xlnet_tf import model_directory
 from xlnet_tf.data import brown
 from xlnet_tf.data import tagging_features
 from xlnet_tf.data import tokenization
@@ -42,7 +43,7 @@ from xlnet_tf.evaluation import tagging_metrics
 from xlnet_tf.models.xlnet_tagger import build_tagger
 from xlnet_tf.serving import tagger_export
 from xlnet_tf.tasks import base
-from xlnet_tf.training import tagger_training
+from xlnet_tf.models import losses
 from xlnet_tf.models.xlnet_tagger import TaggerSpec
 from xlnet_tf.models.xlnet_tagger import XLNetTagger
 from xlnet_tf import released_names
@@ -86,6 +87,52 @@ class TaggingConfig(cfg.TaskConfig):
       default_factory=base.FinetuneSettings)
 
 
+# ---- prediction and evaluation ----------------------------------------------------------
+
+def predict_tags(model: XLNetTagger, sp: spm.SentencePieceProcessor,
+                 sentences: Sequence[Sequence[str]], spec: TaggerSpec,
+                 batch_size: int = 32) -> List[List[Optional[str]]]:
+  """One predicted tag per word of each sentence (a list of words; a raw text is
+  `text.split()`), the argmax at the word's first piece; None for words cut away by
+  `spec.max_seq_length`. The inputs are `tagging_features`' (what serving computes in the
+  graph)."""
+  if isinstance(sentences, str) or any(isinstance(s, str) for s in sentences):
+    raise TypeError("predict_tags expects lists of words (split a text with text.split())")
+  run = tf.function(lambda inputs: model(inputs, training=False)["logits"])
+  labels = list(spec.labels)
+  encoded = list(tagging_features.encode_sentences(
+      sp, [tagging_features.TaggedSentence(str(k), tuple(words))
+           for k, words in enumerate(sentences)], spec.max_seq_length, uncased=spec.uncased))
+  result = []
+  for start in range(0, len(encoded), batch_size):
+    chunk = encoded[start:start + batch_size]
+    inputs = {key: tf.constant(np.stack([f[key] for f in chunk]))
+              for key in tagging_features.MODEL_INPUTS}
+    ids = np.argmax(run(inputs).numpy(), axis=-1)                       # [b, T]
+    for row, features in zip(ids, chunk):
+      tags = [labels[i] for i in row[features["word_positions"]]]
+      result.append(tags + [None] * (features["num_words"] - len(tags)))
+  return result
+
+
+def evaluate_tagger(model: XLNetTagger, sp: spm.SentencePieceProcessor,
+                    sentences: Sequence[tagging_features.TaggedSentence], spec: TaggerSpec,
+                    batch_size: int = 32) -> Dict[str, float]:
+  """`tagging_metrics.tagging_metrics` of the model's predictions on tagged sentences
+  (words cut away by max_seq_length count as wrong, and as "untagged")."""
+  predicted = predict_tags(model, sp, [s.words for s in sentences], spec, batch_size)
+  return tagging_metrics.tagging_metrics([list(s.tags) for s in sentences], predicted,
+                                         scheme=spec.scheme)
+
+
+# ---- the loss (the trainer's `LossFn`: sum over the micro-batch, count) ----------
+
+def tagging_loss(outputs: Dict[str, tf.Tensor], batch: Dict[str, tf.Tensor]):
+  """The `Trainer` loss of a tagger: (cross-entropy summed over the micro-batch's labelled
+  words, their number); `batch["label_ids"]` int [B, T] (negative = not labelled)."""
+  return losses.token_cross_entropy(outputs["logits"], batch["label_ids"])
+
+
 KIND = task_kind.register(task_kind.TaskKind(
     name="tagger", description="token classification head (HuggingFace's "
                                "XLNetForTokenClassification; the original has none)",
@@ -95,7 +142,7 @@ KIND = task_kind.register(task_kind.TaskKind(
     head_variables=lambda model, task_name: released_names.tagger_head_variables(model),
     hf_architectures_in=("XLNetForTokenClassification",),
     hf_architecture_out="XLNetForTokenClassification",
-    max_seq_length=128, experiment="xlnet/tagging", loss=tagger_training.tagging_loss))
+    max_seq_length=128, experiment="xlnet/tagging", loss=tagging_loss))
 
 
 @task_factory.register_task_cls(TaggingConfig)
@@ -194,14 +241,14 @@ class TaggingTask(base.XLNetTask):
                num_steps: int = -1) -> Dict[str, Any]:
     """`tagging_metrics.tagging_metrics` (accuracy, micro_f1, macro_f1, words, untagged;
     entity scores for scheme "bio") of the model's tags on every sentence of the
-    validation split (`tagger_training.evaluate_tagger`: words cut away by max_seq_length
+    validation split (`evaluate_tagger`: words cut away by max_seq_length
     and tags outside the label list count as wrong), and `num_examples` (sentences).
     `num_steps` is ignored: the metrics are of the whole split."""
     del num_steps
     params = params or self.task_config.validation_data
     sentences = self.sentences(params.split)
     sp = tokenization.load_spiece(self.spiece_model(params))
-    results = tagger_training.evaluate_tagger(
+    results = evaluate_tagger(
         model, sp, sentences, self.spec,
         batch_size=self.replica_batch_size(params, None))
     results["num_examples"] = len(sentences)

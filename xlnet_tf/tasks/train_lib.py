@@ -1,6 +1,7 @@
 """Runs an experiment: train, eval, train_and_eval or export, for every registered task.
 
-  >>> params = parse_params("xlnet/classification", ["experiments/configs/classification_demo.yaml"],
+  >>> params = parse_params("xlnet/classification",
+  ...                       ["experiments/configs/classification_demo.yaml"],
   ...                       "trainer.train_steps=50")
   >>> run(params, "train_and_eval", "runs/demo_classifier")
 
@@ -10,7 +11,9 @@ refuses any key the experiment does not have ("The key 'lerning_rate' does not e
 
 Modes:
   train           trains to trainer.train_steps with the common `training.trainer.Trainer`
-                  (`finetuning.train_model`): the model directory is locked and its run
+                  (`loop.train_model`, the same for every task, pretraining included:
+                  the task gives model, input, loss and memories): the model directory is
+                  locked and its run
                   settings checked (a rerun with other settings is refused, naming them),
                   a checkpoint every trainer.checkpoint_interval steps (max_to_keep, never
                   a NaN one), a rerun resumes exactly (the data position skipped,
@@ -48,6 +51,7 @@ from typing import Any, Dict, Optional
 
 from absl import logging
 from official.common import distribute_utils
+from official.core import exp_factory
 from official.core import task_factory
 from official.core import train_utils
 from official.modeling.hyperparams import params_dict
@@ -63,11 +67,13 @@ from xlnet_tf import presets
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.serving import export_card
+from xlnet_tf.data import pretrain_records
+from xlnet_tf.models.xlnet_pretrainer import check_attn_type
+from xlnet_tf.models.xlnet_pretrainer import objective_attn_type
 from xlnet_tf.tasks import base
-from xlnet_tf.tasks import pretraining as pretraining_task
+from xlnet_tf.tasks import experiments
 from xlnet_tf.training import collapse
-from xlnet_tf.training import finetuning
-from xlnet_tf.training import pretraining
+from xlnet_tf.training import loop
 from xlnet_tf.training import run_directory
 
 MODES = ("train", "eval", "train_and_eval", "export")
@@ -236,15 +242,10 @@ def _run_options(params, model_dir, stop_at_step) -> Dict[str, Any]:
               **params.task.optimization.as_dict())
 
 
-def finetune_options(params, model_dir, stop_at_step=None) -> finetuning.FinetuneOptions:
-  """`finetuning.FinetuneOptions` of an experiment (task.optimization + trainer)."""
-  return finetuning.FinetuneOptions(**_run_options(params, model_dir, stop_at_step))
-
-
-def _pretrain_options(params, model_dir, stop_at_step=None) -> pretraining.PretrainOptions:
-  """`pretraining.PretrainOptions` of an experiment (task.optimization + trainer)."""
-  return pretraining.PretrainOptions(final_dir=os.path.join(model_dir, FINAL_DIR),
-                                     **_run_options(params, model_dir, stop_at_step))
+def run_options(params, model_dir, stop_at_step=None) -> loop.RunOptions:
+  """`loop.RunOptions` of an experiment: the trainer section, the warm start and
+  task.optimization (impossible values raise ValueError naming the flag)."""
+  return loop.RunOptions(**_run_options(params, model_dir, stop_at_step))
 
 
 class TaskEvaluator(orbit.AbstractEvaluator):
@@ -317,48 +318,51 @@ def _evaluation(task: base.XLNetTask, params, model_dir: str,
 
 
 def train(task: base.XLNetTask, params, model_dir: str, stop_at_step=None,
-          evaluate: bool = False) -> Dict[str, Any]:
+          evaluate: bool = False,
+          strategy: Optional[tf.distribute.Strategy] = None) -> Dict[str, Any]:
   """Trains to trainer.train_steps (resuming; stopping and checkpointing at `stop_at_step`
   if given, the schedule unchanged), evaluating at trainer.validation_interval when
-  `evaluate`; returns the run's summary ("step", "start_step", "losses" per loop, and
-  "evals")."""
-  if isinstance(task, pretraining_task.PretrainingTask):
-    return _pretrain(task, params, model_dir, stop_at_step, evaluate)
-  options = finetune_options(params, model_dir, stop_at_step)
+  `evaluate`; returns the run's summary ("step", "start_step", "losses" per loop, "evals",
+  "final_dir"). The same for every task: the task gives the model (`build_model`,
+  `initialize`), the input (`train_dataset_fn`), the loss, the memories (pretraining) and
+  what defines the run; `loop.train_model` trains. MODEL_DIR/final is written by the
+  task's `save_model_dir` when the run reaches train_steps."""
+  options = run_options(params, model_dir, stop_at_step)
   config = task.xlnet_config()
-  strategy = strategy_of(params)
-  train_path = task.features_path(params.task.train_data)
-  run_settings = {"task": task.run_settings(), "train_data": task.data_key(train_path),
-                  "train_batch_size": params.task.train_data.global_batch_size,
-                  "replicas": strategy.num_replicas_in_sync}
+  strategy = strategy or strategy_of(params)
+  run_settings = task.train_run_settings(params.task.train_data, strategy)
   check_step = collapse.check_step(options.collapse_check_steps, options.train_steps)
-  reference = task.reference_loss(train_path) if check_step else None
+  reference = task.reference_loss(params.task.train_data) if check_step else None
   if reference is None and (options.restarts or options.collapse_check_steps):
     raise ConfigError(f"task.optimization.restarts / collapse_check_steps: the collapse "
                       f"check needs a classification or regression task; "
                       f"{type(task).__name__} has no reference loss")
-  lock = finetuning.open_run(config, options, run_settings)   # before anything is built
+  write_dir = loop.writing_dir(strategy, model_dir)
+  chief = write_dir == model_dir
+  lock = (loop.open_run(config, options, task.RUN_PURPOSE, run_settings)  # before building
+          if chief else None)
   try:
-    train_utils.serialize_config(params, model_dir)
+    if chief:
+      train_utils.serialize_config(params, model_dir)
     if evaluate:
-      task.features_path(params.task.validation_data)          # cached before training
+      task.prepare_validation(params.task.validation_data)     # cached before training
     watch = None if reference is None else collapse.Watch(
         model_dir, reference, check_step, options.restarts, options.seed)
     while True:                         # the attempts: a collapse restarts with seed + 1
       attempt = dataclasses.replace(options, attempt=watch.attempt if watch else 0)
       data = params.task.train_data
-      data = data.replace(seed=None if data.seed is None else data.seed + attempt.attempt)
-      model, optimizer = finetuning.build_model_and_optimizer(strategy, attempt,
-                                                              task.build_model)
+      if "seed" in data.as_dict() and data.seed is not None:
+        data = data.replace(seed=data.seed + attempt.attempt)
+      model, optimizer = loop.build_model_and_optimizer(strategy, attempt, task.build_model)
       eval_args = (_evaluation(task, params, model_dir, strategy)(model, optimizer)
                    if evaluate else {})
       try:
-        summary = finetuning.train_model(
-            strategy, model, optimizer,
-            lambda ctx, data=data: task.build_inputs(data, ctx, path=train_path),
+        summary = loop.train_model(
+            strategy, model, optimizer, task.train_dataset_fn(data, attempt.grad_accum_steps),
             attempt, loss_fn=task.loss_fn(), input_keys=task.INPUT_KEYS,
-            run_settings=run_settings, forward_fn=task.forward_fn(), collapse_watch=watch,
-            **eval_args)
+            forward_fn=task.forward_fn(), memories=task.build_memories(strategy, config),
+            tokens_per_step=task.tokens_per_step(strategy), initialize=task.initialize,
+            collapse_watch=watch, claimed=True, data_error=task.data_error, **eval_args)
         break
       except collapse.Restart:
         watch.abandon()
@@ -366,32 +370,22 @@ def train(task: base.XLNetTask, params, model_dir: str, stop_at_step=None,
     if summary["step"] == params.trainer.train_steps and (
         summary["start_step"] < summary["step"] or not tf.io.gfile.exists(final)):
       evals = summary.get("evals")      # a rerun of a finished run keeps its final/
-      task.save_model_dir(model, final, evals[-1] if evals else None)
+      # A worker that is not the chief writes too (saving is collective), into its own
+      # directory, removed with it below.
+      task.save_model_dir(model, final if chief else os.path.join(write_dir, FINAL_DIR),
+                          evals[-1] if evals else None)
     if watch and summary["step"] == params.trainer.train_steps and not tf.io.gfile.exists(
         os.path.join(final, model_card.CARD_FILE)):
       task.write_model_card(model, final, watch.card_details())
     if watch and watch.warnings:
       summary["collapse_warnings"] = watch.warnings
+    if not chief and tf.io.gfile.exists(write_dir):
+      tf.io.gfile.rmtree(write_dir)
   finally:
-    lock.release()
+    if lock is not None:
+      lock.release()
+  summary["final_dir"] = final
   logging.info("trained to step %d (from step %d)", summary["step"], summary["start_step"])
-  return summary
-
-
-def _pretrain(task, params, model_dir, stop_at_step, evaluate):
-  """Pretraining: `pretraining.run_pretraining` (the same Trainer, with memories); the
-  pretrained model directory goes to MODEL_DIR/final."""
-  options = _pretrain_options(params, model_dir, stop_at_step)
-  manifest = task.manifest()
-  if evaluate:
-    task.manifest(params.task.validation_data)
-  strategy = strategy_of(params)
-  summary = pretraining.run_pretraining(
-      strategy, task.xlnet_config(), params.task.train_data.input_path, options,
-      manifest=manifest,
-      evaluation=_evaluation(task, params, model_dir, strategy) if evaluate else None)
-  if strategy.extended.should_checkpoint:
-    train_utils.serialize_config(params, model_dir)
   return summary
 
 
@@ -403,8 +397,7 @@ def evaluate(task: base.XLNetTask, params, model_dir: str) -> Dict[str, Any]:
     raise FileNotFoundError(f"{model_dir}: no checkpoint to evaluate (train first)")
   config = task.xlnet_config()
   model_settings = {"config": {key: getattr(config, key) for key in RELEASED_KEYS}}
-  if not isinstance(task, pretraining_task.PretrainingTask):
-    model_settings["task"] = task.run_settings()           # as `train` records them
+  model_settings.update(task.model_run_settings())          # as `train` records them
   run_directory.check_model_settings(model_dir, model_settings, "evaluating")
   step = int(latest.rsplit("-", 1)[1])
   model = task.build_model()
@@ -414,7 +407,7 @@ def evaluate(task: base.XLNetTask, params, model_dir: str) -> Dict[str, Any]:
   split = params.task.validation_data.split
   _write_json(os.path.join(model_dir, f"eval_results_{split}.json"), results)
   writer = tf.summary.create_file_writer(os.path.join(model_dir,
-                                                      finetuning.EVAL_SUMMARY_DIR))
+                                                      loop.EVAL_SUMMARY_DIR))
   train_utils.write_summary(writer, step, {k: v for k, v in results.items()
                                            if isinstance(v, (int, float)) and k != "step"})
   print(f"{params.task.validation_data.split} @ step {step}: " + ", ".join(
@@ -462,6 +455,58 @@ def export(task: base.XLNetTask, model_dir: str, export_dir: Optional[str] = Non
   return export_dir
 
 
+# The network of a pretraining config (`pretraining.PretrainModelConfig`'s fields, which are
+# XLNetConfig's names); bi_data and reuse_len come from the records, attn_type from the
+# objective.
+_PRETRAIN_MODEL_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activation",
+                        "untie_r", "n_token", "mem_len", "dropout", "dropatt", "clamp_len",
+                        "same_length", "initializer_range")
+
+
+def pretrain(config: XLNetConfig, records: str, options: loop.RunOptions, *,
+             validation_records: str = "",
+             strategy: Optional[tf.distribute.Strategy] = None) -> Dict[str, Any]:
+  """Pretraining from Python through the driver: the "xlnet/pretraining" experiment with
+  `config`'s network and run options, the records of `records` and `options` (the loop,
+  the optimizer, the warm start), trained by `train` like every task (evaluating on
+  `validation_records` when given); returns its summary, the pretrained model directory in
+  summary["final_dir"].
+
+  Raises ValueError before any work when `config` disagrees with the records (bi_data,
+  reuse_len) or the objective (attn_type), or `options` sets what pretraining has no use
+  for (layer-wise decay, gradient accumulation, the collapse check)."""
+  check_attn_type(config.attn_type, options.objective)
+  manifest = pretrain_records.check_data(records)
+  settings = manifest["settings"]
+  if settings["bi_data"] != config.bi_data or settings["reuse_len"] != config.reuse_len:
+    raise ValueError(f"the model config says bi_data={config.bi_data}, reuse_len="
+                     f"{config.reuse_len}; the records were made with bi_data="
+                     f"{settings['bi_data']}, reuse_len={settings['reuse_len']}")
+  params = exp_factory.get_exp_config(experiments.PRETRAINING)
+  optimization = params.task.optimization.as_dict()
+  values = dataclasses.asdict(options)
+  unused = [key for key in values if key not in optimization and key not in base.LOOP_FIELDS
+            and values[key] != getattr(loop.RunOptions, key)]
+  if unused:
+    raise ValueError(f"pretraining has no use for {unused} (fine-tuning's settings)")
+  params.override({
+      "task": {"model": {key: getattr(config, key) for key in _PRETRAIN_MODEL_KEYS},
+               "train_data": {"input_path": records},
+               "validation_data": {"input_path": validation_records},
+               "init_checkpoint": options.init_checkpoint or "",
+               "optimization": {key: values[key] for key in optimization}},
+      "trainer": {"train_steps": options.train_steps, "steps_per_loop": options.steps_per_loop,
+                  "checkpoint_interval": options.save_steps,
+                  "max_to_keep": options.max_checkpoints}})
+  task = task_factory.get_task(params.task, logging_dir=options.model_dir)
+  if objective_attn_type(options.objective) != config.attn_type:
+    raise ValueError(f"the model config says attn_type={config.attn_type!r}; the objective "
+                     f"{options.objective!r} trains with attn_type="
+                     f"{objective_attn_type(options.objective)!r}")
+  return train(task, params, options.model_dir, options.stop_at_step,
+               evaluate=bool(validation_records), strategy=strategy)
+
+
 def resolve_init_checkpoint(params):
   """`params` with task.init_checkpoint a local model directory: a preset's name
   ("xlnet_base_cased") becomes its cached model directory (`hub.model_dir`: downloaded and
@@ -490,10 +535,7 @@ def run(params, mode: str, model_dir: str, stop_at_step=None,
     if training:
       paths.check_output_dir(model_dir, "--model_dir")
       check_init_checkpoint(params)
-      if isinstance(task, pretraining_task.PretrainingTask):
-        _pretrain_options(params, model_dir, stop_at_step)      # impossible values named
-      else:
-        finetune_options(params, model_dir, stop_at_step)
+      run_options(params, model_dir, stop_at_step)        # impossible values named
   except ValueError as e:
     raise ConfigError(str(e)) from e
   out = {}

@@ -19,7 +19,7 @@ go, when to stop) are not part of a run's settings and may change between reruns
 
 import json
 import os
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -53,9 +53,16 @@ def _normalised(settings: Dict[str, Any]) -> Dict[str, Any]:
   return json.loads(json.dumps(settings, sort_keys=True, default=str))
 
 
-def settings_differences(recorded: Dict[str, Any], current: Dict[str, Any]) -> List[str]:
-  """Lines "key: A in the directory, B now" for every setting that differs."""
+def settings_differences(recorded: Dict[str, Any], current: Dict[str, Any],
+                         defaults: Optional[Dict[str, Any]] = None) -> List[str]:
+  """Lines "key: A in the directory, B now" for every setting that differs. `defaults`
+  ({flattened key: value}) are what a directory that does not record a setting ran with
+  (it was written before the setting existed): absent there, the setting compares as its
+  default."""
   old, new = _flatten(_normalised(recorded)), _flatten(_normalised(current))
+  for key, value in _normalised(defaults or {}).items():
+    if key not in old and key in new:
+      old[key] = value
   lines = []
   for key in sorted(set(old) | set(new)):
     if old.get(key, "<absent>") != new.get(key, "<absent>"):
@@ -64,14 +71,16 @@ def settings_differences(recorded: Dict[str, Any], current: Dict[str, Any]) -> L
   return lines
 
 
-def check_settings(model_dir: str, settings: Dict[str, Any], has_results: bool) -> None:
+def check_settings(model_dir: str, settings: Dict[str, Any], has_results: bool,
+                   defaults: Optional[Dict[str, Any]] = None) -> None:
   """Records `settings` in `model_dir`, or raises `RunSettingsError` listing how they
-  differ from the recorded ones when the directory holds results of that other run."""
+  differ from the recorded ones (`settings_differences` with `defaults`) when the
+  directory holds results of that other run."""
   path = os.path.join(model_dir, SETTINGS_FILE)
   if tf.io.gfile.exists(path):
     with tf.io.gfile.GFile(path) as f:
       recorded = json.loads(f.read())
-    differences = settings_differences(recorded, settings)
+    differences = settings_differences(recorded, settings, defaults)
     if not differences:
       return
     if has_results:
@@ -123,13 +132,14 @@ def check_model_settings(model_dir: str, settings: Dict[str, Any], purpose: str)
 
 
 def open_run(model_dir: str, purpose: str, settings: Dict[str, Any],
-             has_results: Callable[[], Any], flag: str = "--model_dir") -> paths.DirectoryLock:
+             has_results: Callable[[], Any], flag: str = "--model_dir",
+             defaults: Optional[Dict[str, Any]] = None) -> paths.DirectoryLock:
   """Checks, locks and claims `model_dir` for a run (see the module docstring); returns
   the held lock (released at exit, or by the caller)."""
   paths.check_output_dir(model_dir, flag)
   lock = paths.DirectoryLock(model_dir, purpose).acquire()
   try:
-    check_settings(model_dir, settings, bool(has_results()))
+    check_settings(model_dir, settings, bool(has_results()), defaults)
   except BaseException:
     lock.release()
     raise

@@ -41,6 +41,10 @@ from xlnet_tf.model_directory import NonFiniteError
 from xlnet_tf.training.checkpointing import check_loop_values
 from xlnet_tf.training.memory import ReplicaMemories
 
+
+class NonFiniteLossError(NonFiniteError):
+  """Training produced a NaN or infinite loss or gradient norm."""
+
 # (model outputs, batch) -> (loss summed over the micro-batch [], its count [] float32)
 LossFn = Callable[[Dict[str, tf.Tensor], Dict[str, tf.Tensor]], Tuple[tf.Tensor, tf.Tensor]]
 # (model, inputs) -> outputs, in training mode (default: model(inputs, training=True))
