@@ -34,6 +34,7 @@ from xlnet_tf import build_pretrainer
 from xlnet_tf import generate as generate_cli
 from xlnet_tf import load_pretrained
 from xlnet_tf import model_directory
+from xlnet_tf.models.xlnet_squad import SquadSpec
 from xlnet_tf import save_pretrained
 from xlnet_tf.convert.importer import convert
 from xlnet_tf.models.xlnet_classifier import build_classifier
@@ -167,7 +168,8 @@ SQUAD_SETTINGS = {"uncased": False, "max_seq_length": 64, "doc_stride": 32,
 
 def _squad_model_dir(directory, spiece_model):
   model = build_squad_model(_tiny(), start_n_top=2, end_n_top=2)
-  model_directory.save(model, os.fspath(directory), dict(SQUAD_SETTINGS), spiece_model)
+  model_directory.save(model, os.fspath(directory), SquadSpec(SQUAD_SETTINGS),
+                       spiece_model)
   return model
 
 

@@ -28,6 +28,7 @@ from helpers import pretraining_inputs
 from helpers import small_config
 from xlnet_tf import model_card
 from xlnet_tf import model_directory
+from xlnet_tf.models.xlnet_squad import SquadSpec
 from xlnet_tf import pretrained
 from xlnet_tf.convert.importer import convert
 from xlnet_tf.convert import to_huggingface
@@ -231,7 +232,7 @@ def _squad_case(config, directory):
   settings = {"max_seq_length": 16, "doc_stride": 8, "max_query_length": 4,
               "start_n_top": 3, "end_n_top": 2, "version_2_with_negative": True,
               "uncased": False}
-  model_directory.save(model, directory, settings, None)
+  model_directory.save(model, directory, SquadSpec(settings), None)
   return model
 
 
@@ -573,8 +574,8 @@ def test_source_that_is_not_a_model_directory_refuses(tmp_path):
   assert str(raised.value) == (
       f"--source {hf_dir}: not an xlnet_tf model directory: it has no xlnet_config.json. "
       f"Expected xlnet_config.json and model.ckpt.index (written by training, "
-      f"xlnet_tf.convert or save_pretrained), plus one of classifier.json, squad.json, "
-      f"race.json, tagger.json, qa_simple.json for a fine-tuned model; found {found} (a "
+      f"xlnet_tf.convert or save_pretrained), plus one of classifier.json, qa_simple.json, "
+      f"race.json, squad.json, tagger.json for a fine-tuned model; found {found} (a "
       f"HuggingFace directory is imported with --to xlnet_tf, not exported)")
   _nothing_written(tmp_path, tmp_path / "out")
   with pytest.raises(FileNotFoundError) as raised:

@@ -459,8 +459,12 @@ def test_a_task_init_checkpoint_may_name_a_preset(archive, serve, tiny, tmp_path
   server = serve(data)
   preset = tiny(server.url)
   monkeypatch.setenv(hub.CACHE_ENV, str(tmp_path / "cache"))
+  from xlnet_tf.tasks import train_lib  # pylint: disable=g-import-not-at-top
   params = exp_factory.get_exp_config(experiments.CLASSIFICATION)
   params.override({"task": {"init_checkpoint": preset.name}})
+  with pytest.raises(ValueError, match="names a preset: resolve it"):   # the driver does
+    task_factory.get_task(params.task).xlnet_config()
+  params = train_lib.resolve_init_checkpoint(params)
   task = task_factory.get_task(params.task)
   assert task.xlnet_config().d_model == CONFIG.d_model
   assert task.spiece_model() == os.path.join(
@@ -469,8 +473,7 @@ def test_a_task_init_checkpoint_may_name_a_preset(archive, serve, tiny, tmp_path
   task.initialize(model)
   for name, variable in released_names.encoder_variables(model.encoder).items():
     np.testing.assert_array_equal(variable.numpy(), arrays[name], err_msg=name)
-  from xlnet_tf.tasks import train_lib  # pylint: disable=g-import-not-at-top
-  options = train_lib.finetune_options(params, str(tmp_path / "run"))
+  options = train_lib.run_options(params, str(tmp_path / "run"))
   assert options.init_checkpoint == os.path.join(hub.entry_dir(preset.name),
                                                  hub.MODEL_DIR)     # what training reads
   assert len(server.requests) == 1

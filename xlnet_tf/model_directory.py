@@ -247,5 +247,8 @@ def spec_values(spec) -> Dict[str, Any]:
 def save(model: tf_keras.Model, directory: str, spec, spiece_model: Optional[str]) -> str:
   """`write` of a fine-tuned model with its spec (a spec of a `task_kind`, written to its
   class's FILE)."""
+  if not hasattr(type(spec), "FILE"):
+    raise TypeError(f"model_directory.save: the spec must be a task kind's spec (e.g. "
+                    f"ClassifierSpec, SquadSpec(values)), got {type(spec).__name__}")
   values = dict(spec) if isinstance(spec, dict) else spec_values(spec)
   return write(model, directory, type(spec).FILE, values, spiece_model)

@@ -437,7 +437,7 @@ def _convert_task(weights: SourceWeights, head: task_heads.Head, options: Conver
       settings["answer_class_start"] = head.answer_class_start
     if options.null_score_diff_threshold is not None:
       settings["null_score_diff_threshold"] = options.null_score_diff_threshold
-    spec = settings
+    spec = SquadSpec(settings)
   elif head.kind == "qa_simple":
     spec = SimpleQASpec(
         max_seq_length=max_seq_length, max_query_length=options.max_query_length,
@@ -448,9 +448,8 @@ def _convert_task(weights: SourceWeights, head: task_heads.Head, options: Conver
     described.update(summary_type=summary_type, use_proj=head.use_proj,
                      summary_activation=head.activation)
     spec = RaceSpec(max_seq_length=max_seq_length, uncased=uncased,
-                                    summary_type=summary_type, use_proj=head.use_proj,
-                                    summary_activation=head.activation,
-                                    keep_accents=keep_accents)
+                    summary_type=summary_type, use_proj=head.use_proj,
+                    summary_activation=head.activation, keep_accents=keep_accents)
     if weights.kind == "huggingface":
       report["notes"].append(
           "XLNetForMultipleChoice -> the multiple choice model of the RACE task (race.json): "
