@@ -40,6 +40,7 @@ from xlnet_tf.serving import export as classifier_export
 from xlnet_tf.tasks import base
 from xlnet_tf.training import classifier_trainer
 from xlnet_tf.training import collapse
+from xlnet_tf.training import model_functions
 
 
 @dataclasses.dataclass
@@ -107,6 +108,9 @@ class ClassificationTask(base.XLNetTask):
         is_regression=is_regression, max_seq_length=params.max_seq_length,
         uncased=params.uncased, summary_type=params.model.summary_type,
         use_proj=params.model.use_proj)
+    # validation_step's graph, traced once per model (and input signature)
+    self._validation_steps = model_functions.ModelFunctions(
+        lambda model, batch: self.validation_step(batch, model))
 
   # ---- what the task is ----------------------------------------------------------------
 
@@ -270,10 +274,13 @@ class ClassificationTask(base.XLNetTask):
     del num_steps
     params = params or self.task_config.validation_data
     metrics = self.build_metrics(training=False)
-    step = tf.function(lambda batch: self.validation_step(batch, model, metrics))
+    dataset = self.build_inputs(params)
+    step = self._validation_steps.get(model, dataset.element_spec)
     state = None
-    for batch in self.build_inputs(params):
+    for batch in dataset:
       outputs = step(batch)
+      for metric in metrics:        # outside the graph, which serves every evaluation
+        metric.update_state(outputs[self.loss])
       state = self.aggregate_logs(state, {k: outputs[k].numpy()
                                           for k in ("predictions", "labels")})
     if state is None:

@@ -34,6 +34,7 @@ from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.models.xlnet_pretrainer import objective_attn_type
 from xlnet_tf.serving import encoder_export
 from xlnet_tf.tasks import base
+from xlnet_tf.training import model_functions
 from xlnet_tf.training import pretraining
 from xlnet_tf.training.pretrain_trainer import MODEL_INPUTS
 from xlnet_tf.training.pretrain_trainer import pretraining_loss
@@ -185,9 +186,9 @@ class PretrainingTask(base.XLNetTask):
     `num_targets` counted."""
     params = params or self.task_config.validation_data
     config = model.config
-    step = tf.function(lambda batch, mems: _eval_step(model, batch, mems))
     mems, total, count = None, 0.0, 0.0
     dataset = self.build_inputs(params)
+    step = _EVAL_STEPS.get(model)          # the records' shapes are static: one trace
     num_steps = int(num_steps)                      # orbit passes a tensor
     if num_steps > 0:
       dataset = dataset.take(num_steps)
@@ -266,3 +267,7 @@ def _eval_step(model, batch, mems):
   outputs = model(inputs, training=False)
   loss_sum, count = pretraining_loss(outputs, batch)
   return loss_sum, count, outputs.get("new_mems")
+
+
+# `_eval_step`'s graph, traced once per model (and input shapes).
+_EVAL_STEPS = model_functions.ModelFunctions(_eval_step)

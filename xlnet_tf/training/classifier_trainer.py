@@ -9,6 +9,8 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from xlnet_tf.training import model_functions
+
 MODEL_INPUTS = ("input_ids", "segment_ids", "input_mask")
 
 
@@ -28,9 +30,14 @@ def classifier_loss(outputs, batch, is_regression: bool):
           tf.cast(tf.shape(labels)[0], tf.float32))
 
 
+# The inference graph of `predict`, traced once per model and input signature.
+_PREDICT = model_functions.ModelFunctions(
+    lambda model, batch: model({k: batch[k] for k in MODEL_INPUTS}, training=False))
+
+
 def predict(model: tf_keras.Model, dataset: tf.data.Dataset) -> Dict[str, np.ndarray]:
   """Logits (and scores) of every batch of an (unrepeated) dataset, concatenated."""
-  run = tf.function(lambda batch: model({k: batch[k] for k in MODEL_INPUTS}, training=False))
+  run = _PREDICT.get(model, dataset.element_spec)
   outputs = {}
   for batch in dataset:
     for key, value in run(batch).items():

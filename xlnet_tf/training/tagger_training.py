@@ -37,6 +37,7 @@ from xlnet_tf.model_directory import TaggerSpec
 from xlnet_tf.models import losses
 from xlnet_tf.models.xlnet_tagger import XLNetTagger
 from xlnet_tf.models.xlnet_tagger import build_tagger
+from xlnet_tf.training import model_functions
 from xlnet_tf.training.finetuning import FinetuneOptions
 from xlnet_tf.training.finetuning import build_model_and_optimizer
 from xlnet_tf.training.finetuning import train_model
@@ -80,6 +81,11 @@ def train_tagger(strategy: tf.distribute.Strategy, model: XLNetTagger, optimizer
 
 # ---- prediction and evaluation -------------------------------------------------------------
 
+# The logits of `predict_tags`, traced once per model and input signature (any batch size).
+_PREDICT_LOGITS = model_functions.ModelFunctions(
+    lambda model, inputs: model(inputs, training=False)["logits"])
+
+
 def predict_tags(model: XLNetTagger, sp: spm.SentencePieceProcessor,
                  sentences: Sequence[Sequence[str]], spec: TaggerSpec,
                  batch_size: int = 32) -> List[List[Optional[str]]]:
@@ -89,7 +95,6 @@ def predict_tags(model: XLNetTagger, sp: spm.SentencePieceProcessor,
   graph)."""
   if isinstance(sentences, str) or any(isinstance(s, str) for s in sentences):
     raise TypeError("predict_tags expects lists of words (split a text with text.split())")
-  run = tf.function(lambda inputs: model(inputs, training=False)["logits"])
   labels = list(spec.labels)
   encoded = list(tagging_features.encode_sentences(
       sp, [tagging_features.TaggedSentence(str(k), tuple(words))
@@ -99,6 +104,9 @@ def predict_tags(model: XLNetTagger, sp: spm.SentencePieceProcessor,
     chunk = encoded[start:start + batch_size]
     inputs = {key: tf.constant(np.stack([f[key] for f in chunk]))
               for key in tagging_features.MODEL_INPUTS}
+    signature = {key: tf.TensorSpec([None, *value.shape[1:]], value.dtype)
+                 for key, value in inputs.items()}                      # any batch size
+    run = _PREDICT_LOGITS.get(model, signature)
     ids = np.argmax(run(inputs).numpy(), axis=-1)                       # [b, T]
     for row, features in zip(ids, chunk):
       tags = [labels[i] for i in row[features["word_positions"]]]
