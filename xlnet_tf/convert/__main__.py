@@ -12,7 +12,9 @@ r"""Command line: xlnet-convert --source SRC --output OUT [--overwrite] [options
   # one of our model directories -> a HuggingFace transformers directory
   xlnet-convert --to huggingface --source runs/sst2 --output hf/sst2_export
 
-(`python -m xlnet_tf.convert ...` works the same from a checkout.) The parity with
+(`python -m xlnet_tf.convert ...` works the same from a checkout, but for TensorFlow's
+start-up lines: the package imports TensorFlow before this module can set its log level,
+which `xlnet-convert` does, through `xlnet_tf.convert_command`.) The parity with
 HuggingFace (of an HF import, and of an export loaded back) and reading a
 pytorch_model.bin need torch and transformers, the package's [huggingface] extra (from a
 checkout: pip install '.[huggingface]'); without them the parity is "not measured".
@@ -32,6 +34,7 @@ from xlnet_tf import paths
 from xlnet_tf.convert import ConvertOptions
 from xlnet_tf.convert import convert
 from xlnet_tf.convert import task_heads
+from xlnet_tf.convert import to_huggingface
 
 _SOURCE = flags.DEFINE_string(
     "source", None, "A released XLNet directory (xlnet_config.json + xlnet_model.ckpt.*), the "
@@ -108,7 +111,6 @@ _IMPORT_ONLY = ("task", "model_config_path", "spiece_model_file", "task_name", "
 
 def export_main() -> None:
   """--to huggingface: `to_huggingface.export_to_huggingface`, one line per outcome."""
-  from xlnet_tf.convert import to_huggingface  # pylint: disable=g-import-not-at-top
   given = [f"--{name}" for name in _IMPORT_ONLY
            if name in flags.FLAGS and flags.FLAGS[name].present]
   try:
@@ -169,7 +171,8 @@ def main(argv):
 
 
 def run():
-  """`xlnet-convert` (pyproject.toml's [project.scripts], through `console.convert`)."""
+  """`python -m xlnet_tf.convert`, and `xlnet-convert` (pyproject.toml's [project.scripts],
+  through `xlnet_tf.convert_command`)."""
   console.run(main, __name__)
 
 
