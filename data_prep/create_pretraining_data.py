@@ -13,9 +13,9 @@ Writes `pretrain-c*-p*.tfrecord` shards (with `.stats.json` beside each) and, la
 command after a crash skips the finished shards and gives the same output.
 """
 
-import os
+from xlnet_tf import console
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+console.start()  # before TensorFlow is imported: the log levels of --verbosity
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
@@ -25,7 +25,6 @@ from data_prep import corpus  # noqa: E402
 from data_prep import pipeline  # noqa: E402
 from data_prep import sampling  # noqa: E402
 from data_prep.pretraining_rows import RowSettings  # noqa: E402
-from xlnet_tf import console  # noqa: E402
 from xlnet_tf import paths  # noqa: E402
 
 FLAGS = flags.FLAGS

@@ -25,9 +25,9 @@ image of Dockerfile.beam): see `data_prep.beam_pipeline` and docs/pretraining-da
 ("On a distributed engine").
 """
 
-import os
+from xlnet_tf import console
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+console.start()  # before TensorFlow is imported: the log levels of --verbosity
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402

@@ -24,11 +24,12 @@ import dataclasses
 import json
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from xlnet_tf import console
+
+console.start()  # before TensorFlow is imported: the log levels of --verbosity
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-from absl import logging  # noqa: E402
 import numpy as np  # noqa: E402
 
 from experiments import demo_pipeline  # noqa: E402
@@ -136,7 +137,6 @@ def main(argv):
     seeds = [int(s) for s in _SEEDS.value]
   except ValueError:
     raise app.UsageError(f"--seeds must be integers, got {_SEEDS.value}") from None
-  logging.set_verbosity(logging.WARNING)
   work_dir = os.path.abspath(_WORK_DIR.value)
   shared_dir = os.path.join(work_dir, "shared")
   shared = demo_pipeline.DemoSettings.for_size(_SIZE.value)

@@ -14,11 +14,12 @@ written to WORK_DIR/summary.md.
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from xlnet_tf import console
+
+console.start()  # before TensorFlow is imported: the log levels of --verbosity
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-from absl import logging  # noqa: E402
 
 from experiments import demo_pipeline  # noqa: E402
 
@@ -47,7 +48,6 @@ def main(argv):
   settings = demo_pipeline.DemoSettings.for_size(_SIZE.value, **overrides)
   work_dir = os.path.abspath(_WORK_DIR.value)
   print(f"xlnet_tf demo ({_SIZE.value}): every stage writes under {work_dir}", flush=True)
-  logging.set_verbosity(logging.WARNING)
 
   def report(line):
     print(line, flush=True)

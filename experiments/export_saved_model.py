@@ -16,13 +16,14 @@ the flag.
 
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from xlnet_tf import console
+
+console.start()  # before TensorFlow is imported: the log levels of --verbosity
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from xlnet_tf import console  # noqa: E402
 from xlnet_tf import model_directory  # noqa: E402
 from xlnet_tf import paths  # noqa: E402
 from xlnet_tf.serving import export  # noqa: E402

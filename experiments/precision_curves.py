@@ -17,7 +17,9 @@ WORK_DIR/precision_curves.png (loss per loop of `--steps_per_loop` steps).
 import json
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from xlnet_tf import console
+
+console.start()  # before TensorFlow is imported: the log levels of --verbosity
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402

@@ -21,16 +21,15 @@ override that is neither key=value pairs nor a file.
 The modes and what of Model Garden is not used (and why): `xlnet_tf/tasks/train_lib.py`.
 """
 
-import os
+from xlnet_tf import console
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+console.start()  # before TensorFlow is imported: the log levels of --verbosity
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 from official.common import flags as tfm_flags  # noqa: E402
 from official.core import train_utils  # noqa: E402
 
-from xlnet_tf import console  # noqa: E402
 from xlnet_tf import paths  # noqa: E402
 import xlnet_tf.tasks.experiments  # noqa: E402,F401  (registers the experiments)
 from xlnet_tf.tasks import train_lib  # noqa: E402

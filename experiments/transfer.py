@@ -30,11 +30,12 @@ import json
 import math
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from xlnet_tf import console
+
+console.start()  # before TensorFlow is imported: the log levels of --verbosity
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-from absl import logging  # noqa: E402
 import numpy as np  # noqa: E402
 
 from experiments import demo_pipeline  # noqa: E402
@@ -172,7 +173,6 @@ def main(argv):
   if any(lr <= 0 for lr in lrs):
     raise app.UsageError(f"--finetune_lrs must be positive numbers, got {lrs}")
   seeds = _parse(_SEEDS, _SEEDS.value, int, "integers")
-  logging.set_verbosity(logging.WARNING)
   work_dir = os.path.abspath(_WORK_DIR.value)
   base = demo_pipeline.DemoSettings.for_size(_SIZE.value, corpus=_CORPUS.value)
   pretrained, runs = run_matrix(work_dir, base, _RECIPES.value, lrs, seeds,

@@ -78,6 +78,11 @@ def _nan_model_dir(directory, spiece_model):
   return os.fspath(directory)
 
 
+def _generate_cli(argv):
+  """`xlnet-generate ARGV` in this process (its absl flags in a FlagValues of their own)."""
+  generate_cli.main(["xlnet-generate"], generate_cli.parse_flags(["xlnet-generate", *argv]))
+
+
 def test_load_pretrained_refuses_nan_weights_naming_directory_and_weight(spiece_model,
                                                                          tmp_path):
   # Before: the model loaded, and xlnet-generate printed garbage ("stonestonestone" here)
@@ -89,7 +94,7 @@ def test_load_pretrained_refuses_nan_weights_naming_directory_and_weight(spiece_
       f"{directory}: 1 weight(s) hold NaN or infinite values (e.g. "
       f"model/transformer/word_embedding/lookup_table); the model cannot be used")
   with pytest.raises(SystemExit) as raised:
-    generate_cli.main(["--model_dir", directory, "--prompt", "the whale",
+    _generate_cli(["--model_dir", directory, "--prompt", "the whale",
                        "--max_new_tokens", "3"])
   text = _one_line_exit(raised, f"xlnet_tf.generate: {directory}: 1 weight(s) hold NaN")
   assert "model/transformer/word_embedding/lookup_table" in text
@@ -108,7 +113,7 @@ def test_generate_names_a_prompt_that_is_not_utf8(pretrained_dir):
   # Before: RuntimeError (pybind11) from SentencePiece, a traceback.
   prompt = b"the \xff whale".decode("utf-8", "surrogateescape")     # as argv arrives
   with pytest.raises(SystemExit) as raised:
-    generate_cli.main(["--model_dir", pretrained_dir, "--prompt", prompt])
+    _generate_cli(["--model_dir", pretrained_dir, "--prompt", prompt])
   assert _one_line_exit(raised, "xlnet_tf.generate: ") == (
       "xlnet_tf.generate: --prompt: not valid UTF-8 (character 5 of the prompt); give "
       "UTF-8 text")
@@ -122,13 +127,13 @@ def test_generate_serves_a_bi_data_pretrained_model(spiece_model, tmp_path, caps
   directory = os.fspath(tmp_path / "pretrained_bi_data")
   save_pretrained(build_pretrainer(_tiny(bi_data=True)), directory, spiece_model=spiece_model)
   argv = ["--model_dir", directory, "--prompt", "Call me Ishmael.", "--max_new_tokens", "4"]
-  generate_cli.main(argv)
+  _generate_cli(argv)
   printed = capsys.readouterr().out
   plain = os.fspath(tmp_path / "pretrained_plain")        # the same weights, bi_data off
   config = json.loads(open(os.path.join(directory, model_directory.CONFIG_FILE)).read())
   save_pretrained(load_pretrained(directory, bi_data=False), plain, spiece_model=spiece_model)
   assert config["bi_data"] is True
-  generate_cli.main(["--model_dir", plain] + argv[2:])
+  _generate_cli(["--model_dir", plain] + argv[2:])
   assert printed == capsys.readouterr().out
 
 

@@ -265,6 +265,12 @@ def test_a_single_prompt_gives_a_flat_result(random_model):
 
 # ---- command line -------------------------------------------------------------------------
 
+def _cli(argv):
+  """`xlnet-generate ARGV` in this process: the command's absl flags parsed from `argv` (into
+  a FlagValues of their own), then its main."""
+  cli.main(["xlnet-generate"], cli.parse_flags(["xlnet-generate", *argv]))
+
+
 @pytest.fixture(scope="module")
 def model_dir(spiece_model, tmp_path_factory):
   directory = os.fspath(tmp_path_factory.mktemp("generation") / "model")
@@ -274,7 +280,7 @@ def model_dir(spiece_model, tmp_path_factory):
 
 def test_cli_prints_the_decoded_continuation(model_dir, spiece_model, capsys):
   prompt = "Call me Ishmael. Some years ago"
-  cli.main(["--model_dir", model_dir, "--prompt", prompt, "--max_new_tokens", "6",
+  _cli(["--model_dir", model_dir, "--prompt", prompt, "--max_new_tokens", "6",
             "--strategy", "sample", "--top_k", "40", "--top_p", "0.9", "--temperature",
             "0.8", "--seed", "1"])
   printed = capsys.readouterr().out
@@ -302,7 +308,7 @@ def test_cli_decode_stops_and_breaks_paragraphs(spiece_model):
 def test_cli_errors_are_one_line(model_dir, flags, message):
   argv = ["--model_dir", model_dir, "--prompt", "the whale"] + flags
   with pytest.raises(SystemExit) as raised:
-    cli.main(argv)
+    _cli(argv)
   text = str(raised.value)
   assert text.startswith("xlnet_tf.generate: ") and message in text and "\n" not in text
 
@@ -311,7 +317,7 @@ def test_cli_without_spiece_in_the_model_dir(tmp_path):
   directory = os.fspath(tmp_path / "model")
   save_pretrained(build_pretrainer(_tiny()), directory)
   with pytest.raises(SystemExit, match="spiece.model"):
-    cli.main(["--model_dir", directory, "--prompt", "x"])
+    _cli(["--model_dir", directory, "--prompt", "x"])
 
 
 def _prompt_fed_by_the_cli(monkeypatch, argv):
@@ -324,7 +330,7 @@ def _prompt_fed_by_the_cli(monkeypatch, argv):
     fed.append(list(prompt))
     return [tokenization.EOD_ID]
   monkeypatch.setattr(generation, "generate", fake_generate)
-  cli.main(argv)
+  _cli(argv)
   return fed[0]
 
 
@@ -352,13 +358,14 @@ def test_cli_normalises_the_prompt_as_the_model_directory_records(
 
 
 def test_cli_accepts_a_preset_name(model_dir, monkeypatch):
+  from xlnet_tf import hub  # pylint: disable=g-import-not-at-top
   from xlnet_tf import presets  # pylint: disable=g-import-not-at-top
   asked = []
   monkeypatch.setattr(presets, "preset_names", lambda: ["tiny_generation_preset"])
-  monkeypatch.setattr(presets, "model_dir",
+  monkeypatch.setattr(hub, "model_dir",
                       lambda name, *args, **kwargs: asked.append(name) or model_dir)
   fed = _prompt_fed_by_the_cli(
       monkeypatch, ["--model_dir", "tiny_generation_preset", "--prompt", "the whale"])
   assert asked == ["tiny_generation_preset"] and fed
   with pytest.raises(SystemExit, match="no preset of that name.*tiny_generation_preset"):
-    cli.main(["--model_dir", "no_such_preset", "--prompt", "x"])
+    _cli(["--model_dir", "no_such_preset", "--prompt", "x"])

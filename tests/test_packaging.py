@@ -75,10 +75,10 @@ COMMANDS = {
     "xlnet-train": "experiments.train:run",
     "xlnet-create-pretraining-data": "data_prep.create_pretraining_data:run",
     "xlnet-train-sentencepiece": "data_prep.train_sentencepiece:run",
-    "xlnet-convert": "xlnet_tf.console:convert",
+    "xlnet-convert": "xlnet_tf.convert.__main__:run",
     "xlnet-export": "experiments.export_saved_model:run",
     "xlnet-classify": "experiments.classify_text:main",
-    "xlnet-generate": "xlnet_tf.generate:main",
+    "xlnet-generate": "xlnet_tf.generate:run",
 }
 
 
@@ -595,7 +595,7 @@ def test_the_wheel_installs_and_its_commands_run_outside_the_checkout(tmp_path):
         "xlnet-convert": (1, "--source:", "--saved_model:", "HuggingFace task model"),
         "xlnet-export": (1, "--export_dir:", "--model_dir:", "serves raw text"),
         "xlnet-classify": (0, "--saved_model", "usage: xlnet-classify"),
-        "xlnet-generate": (0, "--max_new_tokens", "--model_dir")}
+        "xlnet-generate": (1, "--max_new_tokens:", "--model_dir:", "continue a text")}
     for command, process in helps.items():
       out, err = process.communicate(timeout=300)
       status, *texts = expected_help[command]

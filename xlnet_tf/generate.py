@@ -9,63 +9,85 @@ r"""Command line: continue a text with a pretrained model directory (see `xlnet_
 --model_dir is a pretrained model directory or a preset's name ("xlnet_base_cased", see
 `xlnet_tf.presets`; downloaded and converted on first use). The prompt is normalised as
 the directory records (`model_directory.read_text_settings`: lower-cased if uncased,
-accents kept if keep_accents; --uncased / --keep_accents force either on) and encoded
-with the directory's spiece.model (or --spiece_model), as the data pipeline encodes
-text; the continuation (the new tokens up to a stop id, <eop> as a line break) is printed
-to stdout. The model is loaded with bi_data=False: bi_data (forward and backward encodings
-for the two halves of a pretraining batch) is a pretraining data option, and generation
-runs one direction, so the pipeline's own pretrained models (recorded with bi_data=True)
-generate as they are. A missing directory, SentencePiece model, a prompt that is not valid
-UTF-8, weights holding NaN or an infinity, or an invalid option ends the run with exit
-status 1 and one line naming it.
+accents kept if keep_accents; --uncased / --keep_accents force either on, --nouncased /
+--nokeep_accents off) and encoded with the directory's spiece.model (or --spiece_model),
+as the data pipeline encodes text; the continuation (the new tokens up to a stop id, <eop>
+as a line break) is printed to stdout. The model is loaded with bi_data=False: bi_data
+(forward and backward encodings for the two halves of a pretraining batch) is a
+pretraining data option, and generation runs one direction, so the pipeline's own
+pretrained models (recorded with bi_data=True) generate as they are. A missing directory,
+SentencePiece model, a prompt that is not valid UTF-8, weights holding NaN or an
+infinity, or an invalid option ends the run with exit status 1 and one line naming it;
+an unknown flag or a missing --model_dir / --prompt ends it as absl does (exit status 1,
+the flag named). TensorFlow's start-up lines and INFO logging show only with --verbosity
+(`xlnet_tf.console`).
 """
 
-import argparse
 import os
-import sys
-from typing import List, Optional, Sequence
+from typing import Sequence
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from xlnet_tf import console
 
+console.start()  # before TensorFlow is imported: the log levels of --verbosity
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+from xlnet_tf import generation  # noqa: E402
+from xlnet_tf import hub  # noqa: E402
 from xlnet_tf import model_directory  # noqa: E402
+from xlnet_tf import presets  # noqa: E402
+from xlnet_tf import pretrained  # noqa: E402
 from xlnet_tf.data import tokenization  # noqa: E402
 
 PROG = "xlnet_tf.generate"
-COMMAND = "xlnet-generate"          # the console command (pyproject.toml's [project.scripts])
 
 
-def _parser() -> argparse.ArgumentParser:
-  started_as = os.path.splitext(os.path.basename(sys.argv[0]))[0]
-  prog = COMMAND if started_as == COMMAND else f"python -m {PROG}"
-  parser = argparse.ArgumentParser(prog=prog, description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--model_dir", required=True,
-                      help="A pretrained model directory (xlnet_config.json, model.ckpt.*) "
-                           "or a preset name (xlnet_tf.presets).")
-  parser.add_argument("--prompt", required=True, help="The text to continue.")
-  parser.add_argument("--max_new_tokens", type=int, default=50)
-  parser.add_argument("--strategy", default="greedy", choices=["greedy", "sample"])
-  parser.add_argument("--temperature", type=float, default=1.0)
-  parser.add_argument("--top_k", type=int, default=0, help="0 = off.")
-  parser.add_argument("--top_p", type=float, default=1.0, help="1 = off.")
-  parser.add_argument("--seed", type=int, default=None,
-                      help="Sampling seed (default: a fresh random one).")
-  parser.add_argument("--spiece_model", default=None,
-                      help=f"Default: MODEL_DIR/{model_directory.SPIECE_FILE}.")
-  parser.add_argument("--uncased", action="store_true", default=None,
-                      help="Lower-case the prompt (default: as the model directory "
-                           "records, else cased).")
-  parser.add_argument("--keep_accents", action="store_true", default=None,
-                      help="Keep the prompt's accents (default: as the model directory "
-                           "records, else stripped).")
-  parser.add_argument("--no_mems", action="store_true",
-                      help="Recompute the whole sequence at every step (no memory).")
-  parser.add_argument("--mem_len", type=int, default=None,
-                      help="Memory rows kept per layer, 0 = all (default: the config's).")
-  parser.add_argument("--reuse_len", type=int, default=None,
-                      help="Only the first REUSE_LEN fed positions of a step enter the "
-                           "memory (HF's cache_mem), 0 = all (default: the config's).")
-  return parser
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+  """The command's flags, into `flag_values`. `run` defines them (not the import, so that
+  a process that imports this module beside other commands' has no clash of names)."""
+  flags.DEFINE_string("model_dir", None, "A pretrained model directory (xlnet_config.json, "
+                      "model.ckpt.*) or a preset name (xlnet_tf.presets).",
+                      flag_values=flag_values)
+  flags.DEFINE_string("prompt", None, "The text to continue.", flag_values=flag_values)
+  flags.DEFINE_integer("max_new_tokens", 50, "Tokens to generate (fewer when a stop id "
+                       "comes first).", flag_values=flag_values)
+  flags.DEFINE_enum("strategy", "greedy", ["greedy", "sample"], "greedy: the most likely "
+                    "token; sample: drawn (see --temperature, --top_k, --top_p, --seed).",
+                    flag_values=flag_values)
+  flags.DEFINE_float("temperature", 1.0, "Sampling: the logits are divided by it.",
+                     flag_values=flag_values)
+  flags.DEFINE_integer("top_k", 0, "Sampling: only the k most likely tokens; 0 = off.",
+                       flag_values=flag_values)
+  flags.DEFINE_float("top_p", 1.0, "Sampling: only the most likely tokens holding this "
+                     "much probability; 1 = off.", flag_values=flag_values)
+  flags.DEFINE_integer("seed", None, "Sampling seed (default: a fresh random one).",
+                       flag_values=flag_values)
+  flags.DEFINE_string("spiece_model", None,
+                      f"Default: MODEL_DIR/{model_directory.SPIECE_FILE}.",
+                      flag_values=flag_values)
+  flags.DEFINE_bool("uncased", None, "Lower-case the prompt (default: as the model "
+                    "directory records, else cased).", flag_values=flag_values)
+  flags.DEFINE_bool("keep_accents", None, "Keep the prompt's accents (default: as the model "
+                    "directory records, else stripped).", flag_values=flag_values)
+  flags.DEFINE_bool("no_mems", False, "Recompute the whole sequence at every step (no "
+                    "memory).", flag_values=flag_values)
+  flags.DEFINE_integer("mem_len", None, "Memory rows kept per layer, 0 = all (default: the "
+                       "config's).", flag_values=flag_values)
+  flags.DEFINE_integer("reuse_len", None, "Only the first REUSE_LEN fed positions of a step "
+                       "enter the memory (HF's cache_mem), 0 = all (default: the config's).",
+                       flag_values=flag_values)
+  flags.mark_flags_as_required(["model_dir", "prompt"], flag_values=flag_values)
+
+
+def parse_flags(argv: Sequence[str]) -> flags.FlagValues:
+  """The command's flags parsed from `argv` (argv[0] the program) into a `FlagValues` of
+  their own (absl's global FLAGS untouched): for calling `main` from Python. absl's errors
+  (flags.Error) for an unknown flag, a bad value or a missing --model_dir / --prompt."""
+  values = flags.FlagValues()
+  define_flags(values)
+  values(list(argv))
+  return values
 
 
 def decode(sp, ids: Sequence[int], stop_ids: Sequence[int]) -> str:
@@ -90,53 +112,57 @@ def resolve_model_dir(model_dir: str) -> str:
   """`model_dir` itself, or the cached model directory of the preset it names."""
   if os.path.isdir(model_dir):
     return model_dir
-  from xlnet_tf import presets  # pylint: disable=g-import-not-at-top
   if model_dir in presets.preset_names():
-    return presets.model_dir(model_dir)
+    return hub.model_dir(model_dir)
   raise FileNotFoundError(f"--model_dir: no such directory and no preset of that name: "
                           f"{model_dir} (the presets are {presets.preset_names()})")
 
 
-def run(args: argparse.Namespace) -> str:
-  """The continuation of `args.prompt`; ValueError / OSError / NonFiniteError for bad
-  inputs."""
+def continuation(values: flags.FlagValues) -> str:
+  """The continuation of --prompt, by the command's flags `values`; ValueError / OSError /
+  NonFiniteError for bad inputs."""
   try:
-    args.prompt.encode("utf-8")
+    values.prompt.encode("utf-8")
   except UnicodeEncodeError as e:        # undecodable bytes of argv (surrogate escapes)
     raise ValueError(f"--prompt: not valid UTF-8 (character {e.start + 1} of the prompt); "
                      f"give UTF-8 text") from None
-  model_dir = resolve_model_dir(args.model_dir)
-  spiece = args.spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
+  model_dir = resolve_model_dir(values.model_dir)
+  spiece = values.spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not os.path.isfile(spiece):
     raise FileNotFoundError(
         f"--spiece_model: SentencePiece model not found: {spiece}"
-        + ("" if args.spiece_model else " (the model directory has none; give --spiece_model)"))
+        + ("" if values.spiece_model
+           else " (the model directory has none; give --spiece_model)"))
   sp = tokenization.load_spiece(spiece)
   text = model_directory.read_text_settings(model_dir)
-  lower = text["uncased"] if args.uncased is None else args.uncased
-  keep_accents = text["keep_accents"] if args.keep_accents is None else args.keep_accents
+  lower = text["uncased"] if values.uncased is None else values.uncased
+  keep_accents = (text["keep_accents"] if values.keep_accents is None
+                  else values.keep_accents)
   prompt = tokenization.encode_ids(sp, tokenization.normalize_text(
-      args.prompt, lower=lower, keep_accents=keep_accents))
+      values.prompt, lower=lower, keep_accents=keep_accents))
   if not prompt:
-    raise ValueError(f"--prompt: no tokens in {args.prompt!r}")
+    raise ValueError(f"--prompt: no tokens in {values.prompt!r}")
 
-  from xlnet_tf import generation  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.pretrained import load_pretrained  # pylint: disable=g-import-not-at-top
-  model = load_pretrained(model_dir, bi_data=False)   # a pretraining option; see above
+  model = pretrained.load_pretrained(model_dir, bi_data=False)   # a pretraining option; see above
   if sp.get_piece_size() != model.encoder.config.n_token:
     raise ValueError(f"--spiece_model: {spiece} has {sp.get_piece_size()} pieces, the model "
                      f"{model.encoder.config.n_token} (n_token)")
   tokens = generation.generate(
-      model, prompt, args.max_new_tokens, strategy=args.strategy,
-      temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
-      use_mems=not args.no_mems, mem_len=args.mem_len, reuse_len=args.reuse_len)
+      model, prompt, values.max_new_tokens, strategy=values.strategy,
+      temperature=values.temperature, top_k=values.top_k, top_p=values.top_p,
+      seed=values.seed, use_mems=not values.no_mems, mem_len=values.mem_len,
+      reuse_len=values.reuse_len)
   return decode(sp, tokens, generation.DEFAULT_STOP_IDS)
 
 
-def main(argv: Optional[List[str]] = None) -> None:
-  args = _parser().parse_args(argv)
+def main(argv: Sequence[str], flag_values: flags.FlagValues = flags.FLAGS) -> None:
+  """absl's main: prints the continuation; a bad input ends the run (exit status 1) with
+  one line naming it. `flag_values`: the parsed flags (`parse_flags`; absl's FLAGS when
+  started as a command)."""
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   try:
-    text = run(args)
+    text = continuation(flag_values)
   except (ValueError, OSError, model_directory.NonFiniteError) as e:
     message = str(e)
     if message.startswith(("max_new_tokens", "temperature", "top_k", "top_p", "seed",
@@ -146,5 +172,11 @@ def main(argv: Optional[List[str]] = None) -> None:
   print(text)
 
 
+def run() -> None:
+  """`xlnet-generate` (pyproject.toml's [project.scripts]) and `python -m xlnet_tf.generate`."""
+  define_flags()
+  console.run(main, __name__)
+
+
 if __name__ == "__main__":
-  main(sys.argv[1:])
+  run()

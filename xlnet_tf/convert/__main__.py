@@ -12,8 +12,7 @@ r"""Command line: xlnet-convert --source SRC --output OUT [--overwrite] [options
   # one of our model directories -> a HuggingFace transformers directory
   xlnet-convert --to huggingface --source runs/sst2 --output hf/sst2_export
 
-(`python -m xlnet_tf.convert ...` works the same from a checkout.) The parity with
-HuggingFace (of an HF import, and of an export loaded back) and reading a
+The parity with HuggingFace (of an HF import, and of an export loaded back) and reading a
 pytorch_model.bin need torch and transformers, the package's [huggingface] extra (from a
 checkout: pip install '.[huggingface]'); without them the parity is "not measured".
 
@@ -24,16 +23,20 @@ truncated weight file, a head that does not fit, ...) end the run with exit stat
 line naming the flag, the file or the variable.
 """
 
-from absl import app
-from absl import flags
-
 from xlnet_tf import console
-from xlnet_tf import paths
-from xlnet_tf import task_kind
-from xlnet_tf.tasks import all_tasks  # noqa: F401  (registers the task kinds)
-from xlnet_tf.convert.importer import ConvertOptions
-from xlnet_tf.convert.importer import convert
-from xlnet_tf.convert import task_heads
+
+console.start()  # before TensorFlow is imported: the log levels of --verbosity
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+from xlnet_tf import paths  # noqa: E402
+from xlnet_tf import task_kind  # noqa: E402
+from xlnet_tf.tasks import all_tasks  # noqa: E402,F401  (registers the task kinds)
+from xlnet_tf.convert.importer import ConvertOptions  # noqa: E402
+from xlnet_tf.convert.importer import convert  # noqa: E402
+from xlnet_tf.convert import task_heads  # noqa: E402
+from xlnet_tf.convert import to_huggingface  # noqa: E402
 
 _SOURCE = flags.DEFINE_string(
     "source", None, "A released XLNet directory (xlnet_config.json + xlnet_model.ckpt.*), the "
@@ -110,7 +113,6 @@ _IMPORT_ONLY = ("task", "model_config_path", "spiece_model_file", "task_name", "
 
 def export_main() -> None:
   """--to huggingface: `to_huggingface.export_to_huggingface`, one line per outcome."""
-  from xlnet_tf.convert import to_huggingface  # pylint: disable=g-import-not-at-top
   given = [f"--{name}" for name in _IMPORT_ONLY
            if name in flags.FLAGS and flags.FLAGS[name].present]
   try:
@@ -171,7 +173,8 @@ def main(argv):
 
 
 def run():
-  """`xlnet-convert` (pyproject.toml's [project.scripts], through `console.convert`)."""
+  """`python -m xlnet_tf.convert`, and `xlnet-convert` (pyproject.toml's
+  [project.scripts])."""
   console.run(main, __name__)
 
 

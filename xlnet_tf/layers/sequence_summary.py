@@ -102,7 +102,8 @@ class SequenceSummary(tf_keras.layers.Layer):
                                            dtype=self.dtype_policy, name="summary")
       build_in_scope(self.summary, [None, d_model])
     self.dropout = StepDropout(self.dropout_rate)
-    self.attention_dropout = StepDropout(self.attention_dropout_rate)
+    if self.summary_type == "attn":       # the other summaries have no attention to drop
+      self.attention_dropout = StepDropout(self.attention_dropout_rate)
     super().build(input_shape)
 
   def call(self, hidden, input_mask=None, training=None):

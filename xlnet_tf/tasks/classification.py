@@ -42,6 +42,7 @@ from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf.models.xlnet_classifier import XLNetClassifier
 from xlnet_tf import released_names
 from xlnet_tf import task_kind
+from xlnet_tf.training import model_functions
 
 MODEL_INPUTS = ("input_ids", "segment_ids", "input_mask")
 
@@ -89,9 +90,14 @@ class ClassificationConfig(cfg.TaskConfig):
 
 # ---- prediction ------------------------------------------------------------------------
 
+# The inference graph of `predict`, traced once per model and input signature.
+_PREDICT = model_functions.ModelFunctions(
+    lambda model, batch: model({k: batch[k] for k in MODEL_INPUTS}, training=False))
+
+
 def predict(model: tf_keras.Model, dataset: tf.data.Dataset) -> Dict[str, np.ndarray]:
   """Logits (and scores) of every batch of an (unrepeated) dataset, concatenated."""
-  run = tf.function(lambda batch: model({k: batch[k] for k in MODEL_INPUTS}, training=False))
+  run = _PREDICT.get(model, dataset.element_spec)
   outputs = {}
   for batch in dataset:
     for key, value in run(batch).items():
@@ -156,6 +162,9 @@ class ClassificationTask(base.XLNetTask):
         is_regression=is_regression, max_seq_length=params.max_seq_length,
         uncased=params.uncased, summary_type=params.model.summary_type,
         use_proj=params.model.use_proj)
+    # validation_step's graph, traced once per model (and input signature)
+    self._validation_steps = model_functions.ModelFunctions(
+        lambda model, batch: self.validation_step(batch, model))
 
   # ---- what the task is ----------------------------------------------------------------
 
@@ -310,10 +319,13 @@ class ClassificationTask(base.XLNetTask):
     del num_steps
     params = params or self.task_config.validation_data
     metrics = self.build_metrics(training=False)
-    step = tf.function(lambda batch: self.validation_step(batch, model, metrics))
+    dataset = self.build_inputs(params)
+    step = self._validation_steps.get(model, dataset.element_spec)
     state = None
-    for batch in self.build_inputs(params):
+    for batch in dataset:
       outputs = step(batch)
+      for metric in metrics:        # outside the graph, which serves every evaluation
+        metric.update_state(outputs[self.loss])
       state = self.aggregate_logs(state, {k: outputs[k].numpy()
                                           for k in ("predictions", "labels")})
     if state is None:

@@ -44,6 +44,7 @@ from xlnet_tf.data import pretrain_records
 from xlnet_tf.models.losses import target_cross_entropy
 from xlnet_tf.training.memory import ReplicaMemories
 from xlnet_tf.training.memory import local_replica_count
+from xlnet_tf.training import model_functions
 
 MODEL_INPUTS = ("input_ids", "segment_ids", "input_mask", "perm_mask", "target_mapping")
 
@@ -279,9 +280,9 @@ class PretrainingTask(base.XLNetTask):
     `num_targets` counted."""
     params = params or self.task_config.validation_data
     config = model.config
-    step = tf.function(lambda batch, mems: _eval_step(model, batch, mems))
     mems, total, count = None, 0.0, 0.0
     dataset = self.build_inputs(params)
+    step = _EVAL_STEPS.get(model)          # the records' shapes are static: one trace
     num_steps = int(num_steps)                      # orbit passes a tensor
     if num_steps > 0:
       dataset = dataset.take(num_steps)
@@ -375,3 +376,7 @@ def _replicas(input_context: Optional[tf.distribute.InputContext]) -> int:
   if input_context is None:
     return 1
   return input_context.num_replicas_in_sync // input_context.num_input_pipelines
+
+
+# `_eval_step`'s graph, traced once per model (and input shapes).
+_EVAL_STEPS = model_functions.ModelFunctions(_eval_step)

@@ -46,10 +46,23 @@ from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
 from xlnet_tf.models.xlnet_multiple_choice import XLNetMultipleChoice
 from xlnet_tf import released_names
 from xlnet_tf import task_kind
+from xlnet_tf.training import model_functions
 
 TASK_NAME = "race"
 _NO_DATA_DIR = ("task.data_dir is empty: give the RACE directory (train/dev/test with "
                 "middle/ and high/ of *.txt; no RACE data is bundled)")
+
+
+def _eval_step(model, batch):
+  """(float32 logits [B, 4], the batch's summed loss) of one evaluation batch."""
+  outputs = model({k: batch[k] for k in OPTION_INPUTS}, training=False)
+  outputs = {"logits": tf.cast(outputs["logits"], tf.float32)}
+  loss_sum, _ = multiple_choice_loss(outputs, batch)
+  return outputs["logits"], loss_sum
+
+
+# `_eval_step`'s graph, traced once per model (and input signature).
+_EVAL_STEPS = model_functions.ModelFunctions(_eval_step)
 
 
 @dataclasses.dataclass
@@ -222,16 +235,10 @@ class RaceTask(base.XLNetTask):
     `num_examples`. `num_steps` is ignored: the accuracy is of the whole split."""
     del num_steps
     params = params or self.task_config.validation_data
-
-    @tf.function
-    def step(batch):
-      outputs = model({k: batch[k] for k in self.INPUT_KEYS}, training=False)
-      outputs = {"logits": tf.cast(outputs["logits"], tf.float32)}
-      loss_sum, _ = multiple_choice_loss(outputs, batch)
-      return outputs["logits"], loss_sum
-
+    dataset = self.build_inputs(params)
+    step = _EVAL_STEPS.get(model, dataset.element_spec)
     logits, labels, levels, loss_sum = [], [], [], 0.0
-    for batch in self.build_inputs(params):
+    for batch in dataset:
       batch_logits, batch_loss = step(batch)
       logits.append(batch_logits.numpy())
       labels.append(batch["label"].numpy())

@@ -70,6 +70,7 @@ from xlnet_tf.models.xlnet_simple_qa import XLNetSimpleQA
 from xlnet_tf.models.xlnet_simple_qa import build_simple_qa
 from xlnet_tf import released_names
 from xlnet_tf import task_kind
+from xlnet_tf.training import model_functions
 
 # The settings squad.json records (how windows are made and the head searches), in order;
 # then version_2_with_negative and, when known, null_score_diff_threshold.
@@ -85,6 +86,12 @@ PREDICTIONS_FILE = "predictions.json"
 NBEST_FILE = "nbest_predictions.json"
 NULL_ODDS_FILE = "null_odds.json"
 RESULTS_FILE = "eval_results.json"
+
+# The head's inference graph of `SquadTask.window_outputs`, traced once per model (and
+# input signature).
+_WINDOW_OUTPUTS = model_functions.ModelFunctions(
+    lambda model, batch: model({k: batch[k] for k in PREDICT_INPUTS}, training=False),
+    autograph=False)
 
 
 @dataclasses.dataclass
@@ -346,11 +353,11 @@ class SquadTask(base.XLNetTask):
                      path: str) -> Dict[str, np.ndarray]:
     """The head's inference outputs (OUTPUT_KEYS) of every cached window of `path`, in
     order, with their window_id and cls_index; the ids checked to be 0, 1, ..."""
-    step = tf.function(lambda batch: model({k: batch[k] for k in PREDICT_INPUTS},
-                                           training=False), autograph=False)
+    dataset = self.build_inputs(params, path=path)
+    step = _WINDOW_OUTPUTS.get(model, dataset.element_spec)
     collected: Dict[str, List[np.ndarray]] = {
         k: [] for k in OUTPUT_KEYS + ("window_id", "cls_index")}
-    for batch in self.build_inputs(params, path=path):
+    for batch in dataset:
       outputs = step(batch)
       for key in OUTPUT_KEYS:
         collected[key].append(outputs[key].numpy())

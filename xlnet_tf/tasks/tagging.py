@@ -48,6 +48,7 @@ from xlnet_tf.models.xlnet_tagger import TaggerSpec
 from xlnet_tf.models.xlnet_tagger import XLNetTagger
 from xlnet_tf import released_names
 from xlnet_tf import task_kind
+from xlnet_tf.training import model_functions
 
 TASK_NAME = "brown"
 
@@ -89,6 +90,11 @@ class TaggingConfig(cfg.TaskConfig):
 
 # ---- prediction and evaluation ----------------------------------------------------------
 
+# The logits of `predict_tags`, traced once per model and input signature (any batch size).
+_PREDICT_LOGITS = model_functions.ModelFunctions(
+    lambda model, inputs: model(inputs, training=False)["logits"])
+
+
 def predict_tags(model: XLNetTagger, sp: spm.SentencePieceProcessor,
                  sentences: Sequence[Sequence[str]], spec: TaggerSpec,
                  batch_size: int = 32) -> List[List[Optional[str]]]:
@@ -98,7 +104,6 @@ def predict_tags(model: XLNetTagger, sp: spm.SentencePieceProcessor,
   graph)."""
   if isinstance(sentences, str) or any(isinstance(s, str) for s in sentences):
     raise TypeError("predict_tags expects lists of words (split a text with text.split())")
-  run = tf.function(lambda inputs: model(inputs, training=False)["logits"])
   labels = list(spec.labels)
   encoded = list(tagging_features.encode_sentences(
       sp, [tagging_features.TaggedSentence(str(k), tuple(words))
@@ -108,6 +113,9 @@ def predict_tags(model: XLNetTagger, sp: spm.SentencePieceProcessor,
     chunk = encoded[start:start + batch_size]
     inputs = {key: tf.constant(np.stack([f[key] for f in chunk]))
               for key in tagging_features.MODEL_INPUTS}
+    signature = {key: tf.TensorSpec([None, *value.shape[1:]], value.dtype)
+                 for key, value in inputs.items()}                      # any batch size
+    run = _PREDICT_LOGITS.get(model, signature)
     ids = np.argmax(run(inputs).numpy(), axis=-1)                       # [b, T]
     for row, features in zip(ids, chunk):
       tags = [labels[i] for i in row[features["word_positions"]]]
