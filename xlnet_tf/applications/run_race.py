@@ -69,8 +69,8 @@ def experiment_params(values: flags.FlagValues):
           "validation_data": {"split": values.eval_split,
                               "global_batch_size": values.eval_batch_size,
                               "spiece_model": spiece, "cache_dir": cache_dir},
-          "optimization": released_flags.optimization_override(values, 
-              grad_accum_steps=values.grad_accum_steps)},
+          "optimization": released_flags.optimization_override(
+              values, grad_accum_steps=values.grad_accum_steps)},
       "trainer": released_flags.trainer_override(values),
   }, is_strict=True)
   params.validate()
