@@ -1,1 +1,1 @@
-"""Entry points (absl flags) and benchmarks."""
+"""Entry points: each module parses its absl flags and calls the library (xlnet_tf)."""

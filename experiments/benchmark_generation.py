@@ -17,21 +17,19 @@ latencies then jump by 10x and more with two threads).
   python -m experiments.benchmark_generation                 # 12 layers, d_model 768
   python -m experiments.benchmark_generation --n_layer=4 --d_model=256 --n_head=4 \
       --d_inner=1024 --prompt_len=64 --new_tokens=512 --recompute
+
+The measuring is xlnet_tf/benchmarks/generation.py.
 """
 
-import os
-import tempfile
-import time
 
-from xlnet_tf import console
+from xlnet_tf import console  # noqa: E402
 
 console.start()  # before TensorFlow is imported: the log levels of --verbosity
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-import numpy as np  # noqa: E402
 
-from experiments.timing import cpu_description  # noqa: E402
+from xlnet_tf.benchmarks import generation  # noqa: E402
 
 _N_LAYER = flags.DEFINE_integer("n_layer", 12, "Layers (XLNet-Base: 12).")
 _D_MODEL = flags.DEFINE_integer("d_model", 768, "Hidden size (XLNet-Base: 768).")
@@ -47,104 +45,11 @@ _THREADS = flags.DEFINE_integer("threads", 0, "Threads of torch and of TensorFlo
                                 "(intra-op), 0 = one per core.")
 
 
-def _tenths(latencies):
-  """Median latency (s) of the first, middle and last tenth of `latencies`."""
-  n = len(latencies)
-  size = max(1, n // 10)
-  middle = (n - size) // 2
-  return [float(np.median(latencies[a:a + size])) for a in (0, middle, n - size)]
-
-
-def _latencies(stamps, start):
-  """(first token's latency, the other tokens' latencies) from per-token timestamps."""
-  times = np.diff(np.concatenate([[start], stamps]))
-  return times[0], times[1:]
-
-
-def _time_ours(model, prompts, use_mems):
-  from xlnet_tf.generation import generate  # pylint: disable=g-import-not-at-top
-  generate(model, prompts, 3, stop_ids=(), use_mems=use_mems)          # traces once
-  stamps = []
-  start = time.perf_counter()
-  tokens = generate(model, prompts, _NEW.value, stop_ids=(), use_mems=use_mems,
-                    callback=lambda step, token: stamps.append(time.perf_counter()))
-  return tokens, _latencies(stamps, start)
-
-
-def _time_hf(hf_model, prompts):
-  import torch  # pylint: disable=g-import-not-at-top
-  import transformers  # pylint: disable=g-import-not-at-top
-  stamps = []
-
-  class Stamp(transformers.StoppingCriteria):
-    def __call__(self, input_ids, scores, **kwargs):
-      stamps.append(time.perf_counter())
-      return torch.zeros(input_ids.shape[0], dtype=torch.bool)
-
-  ids = torch.as_tensor(prompts, dtype=torch.long)
-  def run(n):
-    with torch.no_grad():
-      return hf_model.generate(ids, max_new_tokens=n, do_sample=False, eos_token_id=None,
-                               pad_token_id=5, stopping_criteria=[Stamp()])
-  run(3)
-  stamps.clear()
-  start = time.perf_counter()
-  tokens = run(_NEW.value)[:, prompts.shape[1]:].numpy()
-  return tokens, _latencies(stamps, start)
-
-
 def main(argv):
   del argv
-  import torch  # pylint: disable=g-import-not-at-top
-  import transformers  # pylint: disable=g-import-not-at-top
-  from xlnet_tf import XLNetConfig  # pylint: disable=g-import-not-at-top
-  from xlnet_tf import load_pretrained  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.convert.importer import convert  # pylint: disable=g-import-not-at-top
-
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  threads = _THREADS.value or os.cpu_count()
-  torch.set_num_threads(threads)
-  tf.config.threading.set_intra_op_parallelism_threads(threads)
-  config = XLNetConfig(n_layer=_N_LAYER.value, d_model=_D_MODEL.value, n_head=_N_HEAD.value,
-                       d_head=_D_MODEL.value // _N_HEAD.value, d_inner=_D_INNER.value,
-                       n_token=_N_TOKEN.value, dropout=0.0, dropatt=0.0)
-  print(f"{cpu_description()}; {threads} threads each; load average before the run "
-        f"{os.getloadavg()[0]:.1f}")
-  print(f"model: {config.n_layer} layers, d_model {config.d_model}, {config.n_head} heads, "
-        f"d_inner {config.d_inner}, vocabulary {config.n_token}; batch {_BATCH.value}, "
-        f"prompt {_PROMPT.value} tokens, {_NEW.value} new tokens, greedy, fp32, memory "
-        f"unbounded (mem_len 0 / HF null)")
-  torch.manual_seed(_SEED.value)
-  hf_model = transformers.XLNetLMHeadModel(
-      transformers.XLNetConfig(**config.to_hf_dict())).eval()
-  with tempfile.TemporaryDirectory() as tmp:
-    hf_model.save_pretrained(os.path.join(tmp, "hf"))
-    convert(os.path.join(tmp, "hf"), os.path.join(tmp, "ours"))
-    model = load_pretrained(os.path.join(tmp, "ours"))
-  prompts = np.random.default_rng(_SEED.value).integers(
-      10, config.n_token, [_BATCH.value, _PROMPT.value])
-
-  runs = {"ours (memory)": _time_ours(model, prompts, use_mems=True),
-          "HF generate (use_mems)": _time_hf(hf_model, prompts)}
-  if _RECOMPUTE.value:
-    runs["ours (use_mems=False)"] = _time_ours(model, prompts, use_mems=False)
-  (ours_tokens, _), (hf_tokens, _) = runs["ours (memory)"], runs["HF generate (use_mems)"]
-  print(f"greedy tokens equal to HF's: {bool(np.array_equal(ours_tokens, hf_tokens))}")
-
-  n = _NEW.value - 1
-  print(f"per-token latency (ms), median of each tenth of tokens 2..{_NEW.value} "
-        f"({max(1, n // 10)} tokens each); first token = prompt + 1 step")
-  print(f"{'':<24}{'first token':>12}{'first 10%':>11}{'middle 10%':>12}{'last 10%':>10}"
-        f"{'last/first':>12}{'total s':>9}")
-  tenths = {}
-  for name, (_, (first, rest)) in runs.items():
-    tenths[name] = _tenths(rest)
-    a, m, z = tenths[name]
-    print(f"{name:<24}{1e3 * first:>12.1f}{1e3 * a:>11.1f}{1e3 * m:>12.1f}{1e3 * z:>10.1f}"
-          f"{z / a:>12.2f}{first + rest.sum():>9.1f}")
-  ratio = [h / o for h, o in zip(tenths["HF generate (use_mems)"], tenths["ours (memory)"])]
-  print(f"{'HF / ours (memory)':<24}{'':>12}{ratio[0]:>10.2f}x{ratio[1]:>11.2f}x"
-        f"{ratio[2]:>9.2f}x")
+  generation.benchmark(_N_LAYER.value, _D_MODEL.value, _N_HEAD.value, _D_INNER.value,
+                       _N_TOKEN.value, _PROMPT.value, _NEW.value, _BATCH.value,
+                       _RECOMPUTE.value, _SEED.value, _THREADS.value)
 
 
 if __name__ == "__main__":

@@ -27,12 +27,10 @@ breakdown by TensorFlow op and by HLO instruction.
 
   python -m experiments.benchmark_pretrain                       # small and base
   python -m experiments.benchmark_pretrain --configs=base --modes=fp32,bf16 --peak_memory
+
+The measuring is xlnet_tf/benchmarks/pretrain.py.
 """
 
-import json
-import os
-import subprocess
-import sys
 
 from xlnet_tf import console
 
@@ -40,30 +38,16 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-import tf_keras  # noqa: E402
 
-from experiments.hf_steps import benchmark_hf  # noqa: E402
-from experiments.timing import bfloat16_description  # noqa: E402
-from experiments.timing import cpu_description  # noqa: E402
-from experiments.timing import median_seconds  # noqa: E402
-from xlnet_tf import XLNetConfig  # noqa: E402
-from xlnet_tf import build_pretrainer  # noqa: E402
-from xlnet_tf.synthetic import random_pretraining_inputs  # noqa: E402
-from xlnet_tf.training import host_memory  # noqa: E402
-from xlnet_tf.training import optimization  # noqa: E402
+from xlnet_tf.benchmarks import pretrain  # noqa: E402
 
-CONFIGS = {   # name: (n_layer, d_model, n_head, d_inner, batch)
-    "small": (4, 256, 4, 1024, 4),
-    "base": (12, 768, 12, 3072, 2),
-}
+CONFIGS = pretrain.CONFIGS
+MODES = pretrain.MODES
 _CONFIGS = flags.DEFINE_list("configs", ["small", "base"], f"Of {sorted(CONFIGS)}.")
 _SEQ = flags.DEFINE_integer("seq_len", 512, "Tokens per row.")
 _PREDICT = flags.DEFINE_integer("num_predict", 85, "Targets per row.")
 _VOCAB = flags.DEFINE_integer("n_token", 32000, "Vocabulary.")
 _STEPS = flags.DEFINE_integer("steps", 3, "Timed steps after a warm-up step (median).")
-MODES = ("fp32", "xla", "bf16", "bf16_xla")
 _MODES = flags.DEFINE_list("modes", ["fp32", "xla"], f"Of {MODES}.")
 _PEAK_MEMORY = flags.DEFINE_bool("peak_memory", False, "Also measure each step's peak "
                                  "memory in a process of its own.")
@@ -71,200 +55,18 @@ _CHILD = flags.DEFINE_string("child", None, "Internal: time one model ('ours' or
                              "in this process and print JSON.")
 
 
-def matmul_peak_gflops(n=2048, repeats=10, dtype=tf.float32, jit=False, batch=None,
-                       depth=None):
-  """This CPU's matmul rate (GFLOP/s) in `dtype`, the median of timed [n, n] x [n, n]
-  (or [batch, n, depth] x [batch, depth, n]: attention's score products), as a TF graph
-  or an XLA program."""
-  depth = depth or n
-  lead = [batch] if batch else []
-  a = tf.cast(tf.random.normal(lead + [n, depth]), dtype)
-  b = tf.cast(tf.random.normal(lead + [depth, n]), dtype)
-  run = tf.function(lambda: tf.reduce_sum(tf.matmul(a, b)), jit_compile=jit)
-  flops = 2 * n * n * depth * (batch or 1)
-  return flops / (median_seconds(lambda: run().numpy(), repeats) * 1e9)
-
-
-def xla_matmul_line() -> str:
-  """What XLA:CPU makes of matmuls here, against TF's kernels: float32 and bfloat16
-  [2048, 2048]^2, and the attention scores' batched [16, 512, 64] x [16, 64, 512]."""
-  rates = {(dtype.name, jit): matmul_peak_gflops(dtype=dtype, jit=jit)
-           for dtype in (tf.float32, tf.bfloat16) for jit in (False, True)}
-  batched = [matmul_peak_gflops(n=512, depth=64, batch=16, repeats=20, jit=jit)
-             for jit in (False, True)]
-  return (f"XLA:CPU matmuls (GFLOP/s, TF graph -> XLA): float32 {rates['float32', False]:.0f}"
-          f" -> {rates['float32', True]:.0f}, bfloat16 {rates['bfloat16', False]:.0f} -> "
-          f"{rates['bfloat16', True]:.0f} (XLA's bfloat16 / float32: "
-          f"{rates['bfloat16', True] / rates['float32', True]:.2f}), attention-shaped "
-          f"batched float32 {batched[0]:.0f} -> {batched[1]:.0f}")
-
-
-def step_flops(config: XLNetConfig, batch: int, seq: int, predict: int) -> float:
-  """Matmul FLOPs of one training step (forward x 3: backward is about twice the forward).
-
-  Per layer: q/k/v/o projections of the T content rows, q/o of the P query rows, the
-  positional projection of R = 2T relative positions, attention scores and values for
-  both streams (content + position terms), and the feed-forward for T + P rows; plus the
-  LM head on the P query rows.
-  """
-  d, inner, hd = config.d_model, config.d_inner, config.n_head * config.d_head
-  t, p, r = seq, predict, 2 * seq
-  per_layer = (2 * t * d * hd * 4 + 2 * p * d * hd * 2 + 2 * r * d * hd
-               + (t + p) * (2 * t * hd * 2 + 2 * r * hd)         # ac + bd, then probs · v
-               + (t + p) * 2 * 2 * d * inner)
-  forward = batch * (config.n_layer * per_layer + 2 * p * d * config.n_token)
-  return 3.0 * forward
-
-
-def make_train_step(model_fn, variables, embedding_fn, lm_bias, optimizer, jit):
-  def step(inputs):
-    with tf.GradientTape() as tape:
-      hidden = model_fn(inputs)                                          # [B, P, D]
-      embedding = tf.cast(embedding_fn(), hidden.dtype)        # bf16 policy: bf16 matmul
-      logits = tf.cast(tf.einsum("bpd,vd->bpv", hidden, embedding), tf.float32) + lm_bias
-      loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
-          labels=inputs["target"], logits=logits) * inputs["target_mask"])
-      loss /= tf.reduce_sum(inputs["target_mask"])
-    grads = tape.gradient(loss, variables)
-    grads, _ = tf.clip_by_global_norm(grads, 1.0)
-    optimizer.apply_gradients(zip(grads, variables))
-    return loss
-  return tf.function(step, jit_compile=jit)
-
-
-def ours(config, feed, jit):
-  model = build_pretrainer(config)
-  encoder = model.encoder
-  inputs = {k: feed[k] for k in ("input_ids", "segment_ids", "input_mask", "perm_mask",
-                                 "target_mapping")}
-  optimizer = optimization.build_optimizer(1e-4, 1000, 10)
-  step = make_train_step(lambda f: encoder({k: f[k] for k in inputs})["query"],
-                         model.trainable_variables, lambda: encoder.word_embedding,
-                         model.lm_head.bias, optimizer, jit)
-  return lambda: step(feed).numpy()
-
-
-def model_garden(config, feed, jit):
-  from official.nlp.modeling import networks  # pylint: disable=g-import-not-at-top
-  network = networks.XLNetBase(
-      vocab_size=config.n_token, num_layers=config.n_layer, hidden_size=config.d_model,
-      num_attention_heads=config.n_head, head_size=config.d_head,
-      inner_size=config.d_inner, dropout_rate=0.0, attention_dropout_rate=0.0,
-      attention_type="bi", bi_data=False,
-      initializer=tf_keras.initializers.RandomNormal(stddev=0.02), two_stream=True,
-      tie_attention_biases=False, inner_activation="gelu")
-  lm_bias = tf.Variable(tf.zeros([config.n_token]), name="lm_bias")
-  masked = tf.reduce_max(feed["target_mapping"], axis=1)                 # [B, T]
-
-  def run(f):
-    output, _ = network(input_ids=f["input_ids"], segment_ids=f["segment_ids"],
-                        input_mask=f["input_mask"], state=None,
-                        permutation_mask=f["perm_mask"], target_mapping=f["target_mapping"],
-                        masked_tokens=masked)
-    return output
-
-  run(feed)                                                           # create the weights
-  optimizer = optimization.build_optimizer(1e-4, 1000, 10)
-  step = make_train_step(run, network.trainable_variables + [lm_bias],
-                         network.get_embedding_lookup_table, lm_bias, optimizer, jit)
-  return lambda: step(feed).numpy()
-
-
-def _config_and_feed(name):
-  n_layer, d_model, n_head, d_inner, batch = CONFIGS[name]
-  config = XLNetConfig(n_layer=n_layer, d_model=d_model, n_head=n_head,
-                       d_head=d_model // n_head, d_inner=d_inner, n_token=_VOCAB.value,
-                       dropout=0.0, dropatt=0.0)
-  arrays = random_pretraining_inputs(np.random.default_rng(0), batch, _SEQ.value,
-                                     _PREDICT.value, vocab_size=_VOCAB.value)
-  arrays["input_mask"] = np.zeros([batch, _SEQ.value], np.float32)
-  return config, {k: tf.constant(v) for k, v in arrays.items()}, batch, arrays
-
-
-def _timed_step(model_name, config, feed, mode):
-  """A callable running one training step of `model_name` in `mode` (weights built)."""
-  bf16 = mode.startswith("bf16") and model_name == "ours"
-  tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if bf16 else "float32")
-  try:
-    build = ours if model_name == "ours" else model_garden
-    return build(config, feed, jit=mode.endswith("xla"))
-  finally:
-    tf_keras.mixed_precision.set_global_policy("float32")
-
-
-def _peak_memory_mib(name, model_name, mode):
-  """Peak RSS growth (MiB) of one step of `model_name` in a fresh process."""
-  result = subprocess.run(
-      [sys.executable, "-m", "experiments.benchmark_pretrain", f"--child={model_name}",
-       f"--configs={name}", f"--modes={mode}", f"--seq_len={_SEQ.value}",
-       f"--num_predict={_PREDICT.value}", f"--n_token={_VOCAB.value}"],
-      capture_output=True, text=True, check=True)
-  return json.loads(result.stdout.strip().splitlines()[-1])["peak_growth_mib"]
-
-
-def _status_kib(field):
-  with open("/proc/self/status") as f:
-    return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
-
-
-def child(model_name):
-  [name], [mode] = _CONFIGS.value, _MODES.value
-  config, feed, _, _ = _config_and_feed(name)
-  with open("/proc/self/clear_refs", "w") as f:   # Linux: reset the peak (VmHWM) to now
-    f.write("5")
-  before = _status_kib("VmRSS")
-  step = _timed_step(model_name, config, feed, mode)
-  step()
-  step()
-  print(json.dumps({"peak_growth_mib": (_status_kib("VmHWM") - before) / 1024}))
-
-
 def main(argv):
   del argv
-  host_memory.keep_freed_memory()   # as the trainer does under XLA; the graph is unaffected
+  pretrain.keep_freed_memory()   # as the trainer does under XLA; the graph is unaffected
   if _CHILD.value:
-    child(_CHILD.value)
+    [name], [mode] = _CONFIGS.value, _MODES.value
+    pretrain.child(_CHILD.value, name, mode, _SEQ.value, _PREDICT.value, _VOCAB.value)
     return
   unknown = sorted(set(_MODES.value) - set(MODES))
   if unknown:
     raise app.UsageError(f"--modes: unknown {unknown}; choose from {MODES}")
-  peak = matmul_peak_gflops()
-  peak_bf16 = matmul_peak_gflops(dtype=tf.bfloat16)
-  print(f"{cpu_description()}; {bfloat16_description()}; load average "
-        f"{os.getloadavg()[0]:.2f}")
-  print(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r} (XLA modes); malloc keeps freed "
-        f"memory (xlnet_tf.training.host_memory): {host_memory.keep_freed_memory()}")
-  print(f"this CPU ({os.cpu_count()} cores): matmul peak fp32 {peak:.0f} GFLOP/s, bfloat16 "
-        f"{peak_bf16:.0f} GFLOP/s (2048 x 2048, TF)")
-  if any(mode.endswith("xla") for mode in _MODES.value):
-    print(xla_matmul_line())
-  print(f"{'config':<7}{'mode':<9}{'batch':>6}{'ours tok/s':>12}{'MG fp32 tok/s':>15}"
-        f"{'HF fp32 tok/s':>15}{'vs MG':>7}{'vs best':>8}{'ours GFLOP/s':>14}"
-        f"{'% of fp32 peak':>16}" + (f"{'ours MiB':>10}{'MG MiB':>8}"
-                                     if _PEAK_MEMORY.value else ""))
-  for name in _CONFIGS.value:
-    config, feed, batch, arrays = _config_and_feed(name)
-    tokens = batch * _SEQ.value
-    try:
-      hf_s = benchmark_hf(config, arrays, None, _STEPS.value, clip_norm=1.0)[1]
-    except ImportError:
-      hf_s = float("inf")                          # torch / transformers not installed
-    mg_seconds = {}                               # by compilation: MG always runs float32
-    for mode in _MODES.value:
-      ours_s = median_seconds(_timed_step("ours", config, feed, mode), _STEPS.value)
-      mg_mode = "xla" if mode.endswith("xla") else "fp32"
-      if mg_mode not in mg_seconds:
-        mg_seconds[mg_mode] = median_seconds(_timed_step("mg", config, feed, mg_mode),
-                                             _STEPS.value)
-      mg_s = mg_seconds[mg_mode]
-      gflops = step_flops(config, batch, _SEQ.value, _PREDICT.value) / ours_s / 1e9
-      line = (f"{name:<7}{mode:<9}{batch:>6}{tokens / ours_s:>12.0f}{tokens / mg_s:>15.0f}"
-              f"{tokens / hf_s:>15.0f}{mg_s / ours_s:>6.2f}x"
-              f"{min(mg_s, hf_s) / ours_s:>7.2f}x{gflops:>14.0f}{100 * gflops / peak:>15.0f}%")
-      if _PEAK_MEMORY.value:
-        line += (f"{_peak_memory_mib(name, 'ours', mode):>10.0f}"
-                 f"{_peak_memory_mib(name, 'mg', mg_mode):>8.0f}")
-      print(line, flush=True)
+  pretrain.benchmark(_CONFIGS.value, _MODES.value, _SEQ.value, _PREDICT.value, _VOCAB.value,
+                     _STEPS.value, _PEAK_MEMORY.value)
 
 
 if __name__ == "__main__":

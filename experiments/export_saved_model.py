@@ -24,10 +24,9 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from xlnet_tf import model_directory  # noqa: E402
 from xlnet_tf import paths  # noqa: E402
 from xlnet_tf.serving import export  # noqa: E402
-from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec  # noqa: E402
 
 _MODEL_DIR = flags.DEFINE_string("model_dir", None, "run_classifier's --model_dir (or its "
                                  "final/ directory).")

@@ -3,7 +3,7 @@ r"""Does bfloat16 pretraining learn like float32? Loss curves of short runs, sid
   python -m experiments.precision_curves --work_dir=runs/precision --steps=600
   python -m experiments.precision_curves --work_dir=runs/precision_xla --jit_compile
 
-The demo's small model and records (experiments/demo_pipeline.py, demo size) are
+The demo's small model and records (xlnet_tf/pipelines/demo.py, demo size) are
 pretrained for `--steps` with `--precision=float32` and with `bfloat16` (the
 `mixed_bfloat16` policy: bfloat16 matmuls and activations, float32 weights, optimizer and
 loss), each with every seed of `--seeds` (the seed sets the initial weights, dropout and
@@ -11,11 +11,10 @@ the shard order); `--jit_compile` runs the compiled forward and backward pass (t
 program a TPU runs). The run-to-run noise is the spread between seeds; the precision
 effect is the difference of the precisions' means (a seed's dropout draws differ between
 the two precisions, so runs are not paired). Writes WORK_DIR/results.json and
-WORK_DIR/precision_curves.png (loss per loop of `--steps_per_loop` steps).
+WORK_DIR/precision_curves.png (loss per loop of `--steps_per_loop` steps). The runs are
+xlnet_tf/benchmarks/precision_curves.py.
 """
 
-import json
-import os
 
 from xlnet_tf import console
 
@@ -23,11 +22,8 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
-from experiments import demo_pipeline  # noqa: E402
-from xlnet_tf.training import pretraining  # noqa: E402
+from xlnet_tf.benchmarks import precision_curves  # noqa: E402
 
 _WORK_DIR = flags.DEFINE_string("work_dir", "runs/precision", "Where runs and results go.")
 _STEPS = flags.DEFINE_integer("steps", 600, "Pretraining steps per run.", lower_bound=1)
@@ -38,102 +34,13 @@ flags.register_validator("seeds", lambda seeds: bool(seeds) and all(
     s.isdigit() for s in seeds), message="expected non-negative integers, e.g. 0,1,2")
 _JIT = flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass "
                          "with XLA (what a TPU runs).")
-_PRECISIONS = ("float32", "bfloat16")
-
-
-def run(work_dir: str, settings: demo_pipeline.DemoSettings, precision: str, seed: int,
-        steps: int, steps_per_loop: int, jit_compile: bool = False):
-  """Per-loop mean losses of one pretraining run (reused if it already finished)."""
-  run_dir = os.path.join(work_dir, f"{precision}-seed{seed}" + ("-xla" if jit_compile else ""))
-  done = os.path.join(run_dir, "losses.json")
-  if os.path.exists(done):
-    with open(done) as f:
-      losses = json.load(f)
-    if len(losses) != steps // steps_per_loop:
-      raise ValueError(f"{done}: a finished run of {len(losses)} loops; --steps={steps} "
-                       f"--steps_per_loop={steps_per_loop} asks for {steps // steps_per_loop}:"
-                       f" give another --work_dir")
-    return losses
-  options = pretraining.PretrainOptions(
-      model_dir=run_dir, train_steps=steps, learning_rate=settings.pretrain_lr,
-      warmup_steps=min(settings.pretrain_warmup, steps // 10), steps_per_loop=steps_per_loop,
-      save_steps=steps, seed=seed, precision=precision, jit_compile=jit_compile)
-  result = pretraining.run_pretraining(
-      tf.distribute.get_strategy(), settings.model_config(),
-      os.path.join(demo_pipeline.stage_dir(work_dir, "records"), "data"), options)
-  losses = result["losses"]
-  with open(done + ".tmp", "w") as f:
-    json.dump(losses, f)
-  os.replace(done + ".tmp", done)
-  return losses
-
-
-def compare(curves):
-  """Per run the mean loss over the second half of its curve; per precision their mean and
-  range. (Dropout draws differ between float32 and bfloat16 even with the same seed, so
-  a seed's two runs are not noise-matched: the float32 range is the noise.)"""
-  late = {f"{p}-seed{s}": float(np.mean(v[len(v) // 2:])) for (p, s), v in curves.items()}
-  summary = {}
-  for precision in _PRECISIONS:
-    values = [v for k, v in late.items() if k.startswith(precision + "-")]
-    summary[precision] = {"mean": float(np.mean(values)), "min": min(values),
-                          "max": max(values)}
-  return {"second_half_mean_loss": late, "by_precision": summary,
-          "bfloat16_minus_float32": summary["bfloat16"]["mean"] - summary["float32"]["mean"]}
-
-
-def plot(curves, steps_per_loop: int, path: str, jit_compile: bool = False) -> None:
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-
-  fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-  styles = {"float32": ("tab:blue", "-"), "bfloat16": ("tab:orange", "--")}
-  for (precision, seed), losses in sorted(curves.items()):
-    color, line = styles[precision]
-    steps = steps_per_loop * np.arange(1, len(losses) + 1)
-    ax.plot(steps, losses, color=color, linestyle=line, alpha=0.6 + 0.4 * (seed == 0),
-            label=f"{precision}, seed {seed}")
-  ax.set_xlabel("step")
-  ax.set_ylabel(f"pretraining loss (mean over {steps_per_loop} steps)")
-  ax.set_title("Permutation-LM pretraining, demo model: float32 vs mixed bfloat16"
-               + (" (XLA)" if jit_compile else ""))
-  ax.legend()
-  fig.tight_layout()
-  fig.savefig(path)
-  plt.close(fig)
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  work_dir = _WORK_DIR.value
-  os.makedirs(work_dir, exist_ok=True)
-  settings = demo_pipeline.DemoSettings.for_size("demo")
-  demo_pipeline.run_all(work_dir, settings, stages=("corpus", "spiece", "records"),
-                        report=lambda line: print(line, flush=True))
-  curves = {}
-  for seed in (int(s) for s in _SEEDS.value):
-    for precision in _PRECISIONS:
-      try:
-        curves[(precision, seed)] = run(work_dir, settings, precision, seed, _STEPS.value,
-                                        _STEPS_PER_LOOP.value, _JIT.value)
-      except ValueError as e:
-        raise SystemExit(f"precision_curves: {e}") from None
-      print(f"{precision} seed {seed}: loss {curves[(precision, seed)][0]:.3f} -> "
-            f"{curves[(precision, seed)][-1]:.3f}", flush=True)
-  gaps = compare(curves)
-  plot(curves, _STEPS_PER_LOOP.value, os.path.join(work_dir, "precision_curves.png"),
-       _JIT.value)
-  with open(os.path.join(work_dir, "results.json"), "w") as f:
-    json.dump({"steps": _STEPS.value, "steps_per_loop": _STEPS_PER_LOOP.value,
-               "jit_compile": _JIT.value,
-               "curves": {f"{p}-seed{s}": v for (p, s), v in curves.items()}, **gaps}, f,
-              indent=1)
-  for precision, stats in gaps["by_precision"].items():
-    print(f"{precision}: second-half mean loss {stats['mean']:.3f} "
-          f"[{stats['min']:.3f}, {stats['max']:.3f}] over {len(_SEEDS.value)} seeds")
-  print(f"bfloat16 - float32: {gaps['bfloat16_minus_float32']:+.3f}")
+  precision_curves.measure(_WORK_DIR.value, _STEPS.value, _STEPS_PER_LOOP.value,
+                           [int(s) for s in _SEEDS.value], _JIT.value)
 
 
 if __name__ == "__main__":

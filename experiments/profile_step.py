@@ -16,13 +16,9 @@ Runs the training step of `experiments.benchmark_pretrain` (same flags: --config
 `tf.profiler.experimental`, converts the trace with TensorFlow's own profiler tools
 ("framework_op_stats", the table TensorBoard's profile plugin shows) and prints the op
 types and ops with the largest self time. The raw trace stays in --logdir for TensorBoard.
+The profiling is xlnet_tf/benchmarks/profile_step.py.
 """
 
-import collections
-import glob
-import json
-import os
-import re
 
 from xlnet_tf import console
 
@@ -30,166 +26,20 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from tensorflow.python.profiler.internal import _pywrap_profiler_plugin  # noqa: E402
 
-from experiments import benchmark_pretrain  # noqa: E402  (defines the model flags)
-from xlnet_tf.training import host_memory  # noqa: E402
+from experiments import benchmark_pretrain  # noqa: E402,F401  (defines the model flags)
+from xlnet_tf.benchmarks import profile_step  # noqa: E402
 
 _LOGDIR = flags.DEFINE_string("logdir", "runs/profile", "Where the trace goes.")
 _PROFILE_STEPS = flags.DEFINE_integer("profile_steps", 3, "Steps traced (after warm-up).")
 _TOP = flags.DEFINE_integer("top", 15, "Rows printed per table.")
 
 
-def op_stats(xplane_path: str):
-  """Rows of the profiler's framework_op_stats table: dicts by column id."""
-  data, ok = _pywrap_profiler_plugin.xspace_to_tools_data([xplane_path],
-                                                         "framework_op_stats", {})
-  if not ok:
-    raise RuntimeError(f"{xplane_path}: the profiler could not convert the trace: {data!r}")
-  table = json.loads(data)[0]
-  ids = [c["id"] for c in table["cols"]]
-  return [dict(zip(ids, (cell["v"] if cell else None for cell in row["c"])))
-          for row in table["rows"]]
-
-
-_HLO_LINE = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = (\([^=]*?\)|\S+) ([\w\-]+)\((.*)$",
-                       re.M)
-_METADATA = re.compile(r'metadata=\{op_type="(\w+)" op_name="([^"]+)"')
-# Events of the trace that are not HLO instructions (the TF op, the executor, Python).
-_NOT_THUNKS = ("ThunkExecutor", "ThreadpoolListener", "end: ", "step", "TFE_", "Eager",
-               "__inference", "Memory", "Validate", "profile_step")
-
-
-def hlo_instructions(hlo_text: str):
-  """{instruction name: (shape, opcode, TF op label)} of an optimized HLO module's text.
-
-  The label is "<op_type> <op_name>" with layer numbers replaced by * (so the layers of
-  a kind add up), or "(XLA) <opcode>" for instructions XLA made up itself.
-  """
-  out = {}
-  for match in _HLO_LINE.finditer(hlo_text):
-    name, shape, opcode, rest = match.groups()
-    meta = _METADATA.search(rest)
-    if meta:
-      label = meta.group(1) + " " + re.sub(r"_\d+(?=/|$)", "", re.sub(r"layer_\d+", "layer_*",
-                                                                  meta.group(2)))
-    else:
-      label = f"(XLA) {opcode}"
-    out[name] = (shape, opcode, label)
-  return out
-
-
-def thunk_self_times(xplane_path: str):
-  """{HLO instruction name: (self time in ps, occurrences)} from XLA:CPU's thunk events."""
-  from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
-  space = xplane_pb2.XSpace()
-  with open(xplane_path, "rb") as f:
-    space.ParseFromString(f.read())
-  times, counts = collections.Counter(), collections.Counter()
-  for plane in space.planes:
-    if plane.name != "/host:CPU":
-      continue
-    names = {k: v.name for k, v in plane.event_metadata.items()}
-    for line in plane.lines:
-      stack = []                          # enclosing events: (name, end); self = minus children
-      for event in sorted(line.events, key=lambda e: (e.offset_ps, -e.duration_ps)):
-        name = names.get(event.metadata_id, "")
-        if not name or name.startswith(_NOT_THUNKS):
-          continue
-        while stack and stack[-1][1] <= event.offset_ps:
-          stack.pop()
-        if stack:
-          times[stack[-1][0]] -= event.duration_ps
-        times[name] += event.duration_ps
-        counts[name] += 1
-        stack.append((name, event.offset_ps + event.duration_ps))
-  return times, counts
-
-
-def _hlo_kind(opcode: str, name: str) -> str:
-  """dot, the fusion's name without its number (XLA names a fusion after its ops:
-  "pad_bitcast_fusion"), or the opcode."""
-  if opcode == "fusion":
-    return re.sub(r"(\.\d+)?(\.clone)?$", "", name)
-  return opcode
-
-
-def print_xla_stats(xplane_path: str, hlo_dir: str, steps: int, top: int):
-  """The XLA program's breakdown: by TF op, by HLO kind, largest instructions."""
-  modules = [p for p in glob.glob(os.path.join(hlo_dir, "*cpu_after_optimizations.txt"))
-             if "inference_step" in p]
-  if not modules:
-    raise RuntimeError(f"no optimized HLO of the step in {hlo_dir} (was XLA_FLAGS set "
-                       "before TensorFlow compiled the step?)")
-  with open(max(modules, key=os.path.getmtime)) as f:
-    instructions = hlo_instructions(f.read())
-  times, counts = thunk_self_times(xplane_path)
-  def info(name):
-    return (instructions.get(name) or instructions.get(name.replace(".clone", ""))
-            or ("?", "?", "(not in HLO) " + name))
-  total = sum(times.values()) or 1
-  by_op, by_kind = collections.Counter(), collections.Counter()
-  for name, ps in times.items():
-    shape, opcode, label = info(name)
-    by_op[label] += ps
-    by_kind[_hlo_kind(opcode, name)] += ps
-  print(f"XLA thunks: {total / 1e9 / steps:.0f} ms of self time per step (summed over "
-        f"threads), {sum(counts.values()) // steps} thunks per step")
-  print(f"\n{'by TensorFlow op (layers merged)':<84}{'self %':>7}{'ms/step':>9}")
-  for label, ps in by_op.most_common(top):
-    print(f"{label[-82:]:<84}{100 * ps / total:>6.1f}%{ps / 1e9 / steps:>9.1f}")
-  print(f"\n{'by HLO kind':<40}{'self %':>7}{'ms/step':>9}")
-  for kind, ps in by_kind.most_common(top):
-    print(f"{kind[:38]:<40}{100 * ps / total:>6.1f}%{ps / 1e9 / steps:>9.1f}")
-  print(f"\n{'HLO instruction':<34}{'shape':<28}{'self %':>7}{'ms/step':>9}  TF op")
-  for name, ps in times.most_common(top):
-    shape, _, label = info(name)
-    print(f"{name[:32]:<34}{shape[:26]:<28}{100 * ps / total:>6.1f}%{ps / 1e9 / steps:>9.1f}"
-          f"  {label[-60:]}")
-
-
 def main(argv):
   del argv
-  name, mode = flags.FLAGS.configs[0], flags.FLAGS.modes[0]
-  hlo_dir = os.path.join(_LOGDIR.value, "hlo")
-  if mode.endswith("xla"):     # read when XLA first compiles, i.e. at the first step below
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                               f" --xla_dump_to={hlo_dir} --xla_dump_hlo_as_text").strip()
-  host_memory.keep_freed_memory()                          # as the trainer under XLA
-  config, feed, batch, _ = benchmark_pretrain._config_and_feed(name)  # pylint: disable=protected-access
-  step = benchmark_pretrain._timed_step("ours", config, feed, mode)  # pylint: disable=protected-access
-  step()
-  step()                                                   # traced and warm
-  tf.profiler.experimental.start(_LOGDIR.value)
-  for _ in range(_PROFILE_STEPS.value):
-    step()
-  tf.profiler.experimental.stop()
-  path = max(glob.glob(os.path.join(_LOGDIR.value, "**", "*.xplane.pb"), recursive=True),
-             key=os.path.getmtime)
-  if mode.endswith("xla"):
-    print(f"{name} ({config.n_layer} x {config.d_model}), {mode}, batch {batch}, seq "
-          f"{feed['input_ids'].shape[1]}: {_PROFILE_STEPS.value} steps; XLA_FLAGS="
-          f"{os.environ.get('XLA_FLAGS')}")
-    print_xla_stats(path, hlo_dir, _PROFILE_STEPS.value, _TOP.value)
-    print(f"\ntrace: {path}; HLO: {hlo_dir}")
-    return
-  rows = op_stats(path)
-  total = sum(r["total_self_time"] for r in rows) or 1.0
-  by_type = collections.Counter()
-  for r in rows:
-    by_type[r["type"]] += r["total_self_time"]
-  print(f"{name} ({config.n_layer} x {config.d_model}), {mode}, batch {batch}, seq "
-        f"{feed['input_ids'].shape[1]}: {_PROFILE_STEPS.value} steps, "
-        f"{total / 1e6 / _PROFILE_STEPS.value:.2f} s of op self time per step")
-  print(f"\n{'op type':<28}{'self time %':>12}")
-  for op_type, seconds in by_type.most_common(_TOP.value):
-    print(f"{op_type:<28}{100 * seconds / total:>11.1f}%")
-  print(f"\n{'op':<72}{'type':<20}{'count':>6}{'self %':>8}")
-  for r in sorted(rows, key=lambda r: -r["total_self_time"])[:_TOP.value]:
-    print(f"{r['operation'][-70:]:<72}{r['type'][:19]:<20}{int(r['occurrences']):>6}"
-          f"{100 * r['total_self_time'] / total:>7.1f}%")
-  print(f"\ntrace: {path} (tensorboard --logdir {_LOGDIR.value}, Profile tab)")
+  values = flags.FLAGS
+  profile_step.profile(values.configs[0], values.modes[0], values.seq_len, values.num_predict,
+                       values.n_token, _LOGDIR.value, _PROFILE_STEPS.value, _TOP.value)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ Every tool that writes (train_sentencepiece, create_pretraining_data, training, 
 SavedModel export, convert) ends with one line, "TOOL: no space left on DEVICE while
 writing FILE", exits non-zero and leaves none of its temporaries behind
 (`paths.reporting_disk_full`, around each entry point's work; the released-flag wrappers
-through `task_flags.reporting_disk_full`).
+through `xlnet_tf.tasks.released_flags.reporting_disk_full`).
 
 The end-to-end cases run each tool against a small tmpfs (1 MiB) mounted for the test;
 they are skipped, saying why, where mounting is not permitted (this needs root). The
@@ -218,7 +218,7 @@ def test_convert_on_a_full_disk(disk, classifier_dir):
 
 @pytest.mark.slow
 def test_a_released_flag_wrapper_on_a_full_disk(disk, spiece_model, tmp_path):
-  """run_classifier (and run_squad, run_race: the same decorator, task_flags) writing its
+  """run_classifier (and run_squad, run_race: the same decorator, released_flags) writing its
   first checkpoint into a 1 MiB --model_dir."""
   pretrained = tmp_path / "pretrained"
   save_pretrained(build_pretrainer(small_config(n_token=4000)), str(pretrained), spiece_model)

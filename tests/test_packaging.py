@@ -68,8 +68,8 @@ NOT_IMPORTED = {
 # distribution only inside the function that needs it.
 EXTRA_MODULES = {
     "data_prep/beam_pipeline.py": "beam",
-    "experiments/hf_pretraining_steps.py": "huggingface",
-    "experiments/hf_training.py": "huggingface",
+    "xlnet_tf/benchmarks/hf_pretraining_steps.py": "huggingface",
+    "xlnet_tf/benchmarks/hf_training.py": "huggingface",
 }
 COMMANDS = {
     "xlnet-train": "experiments.train:run",

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from experiments import plots
+from xlnet_tf.pipelines import plots
 from helpers import small_config
 from xlnet_tf import masks
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer

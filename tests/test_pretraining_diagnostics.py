@@ -1,5 +1,6 @@
-"""experiments/pretraining_diagnostics.py: its numbers against independent numpy
-computations, the JSON it writes, and the inputs it refuses before any work."""
+"""experiments/pretraining_diagnostics.py (xlnet_tf/benchmarks/pretraining_diagnostics.py):
+its numbers against independent numpy computations, the JSON it writes, and the inputs it
+refuses before any work."""
 
 import json
 import os
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from experiments import pretraining_diagnostics as diag
+from xlnet_tf.benchmarks import pretraining_diagnostics as diag
 from helpers import pretrain_config
 from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.data.pretrain_records import load_manifest

@@ -1,4 +1,5 @@
-"""zihangdai/xlnet's command lines on our entry points (experiments/released_flags.py):
+"""zihangdai/xlnet's command lines on our entry points (experiments/released_flags.py,
+xlnet_tf/tasks/released_flags.py):
 train.py-, run_classifier.py-, run_squad.py- and run_race.py-style command lines run; a flag
 with no equivalent fails before any work naming what replaced it; every mapping of the table
 points at a flag the entry point really defines."""
@@ -11,12 +12,12 @@ import sys
 import pytest
 import yaml
 
-from experiments import released_flags
 from helpers import PRETRAIN_SETTINGS
 from helpers import small_config
 from helpers import write_race_sample
 from xlnet_tf import build_pretrainer
 from xlnet_tf import save_pretrained
+from xlnet_tf.tasks import released_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SQUAD = os.path.join(ROOT, "data_prep", "sample_data", "qa", "squad.json")

@@ -1,6 +1,6 @@
 """The benchmarks' description of the CPU's bfloat16 support."""
 
-from experiments import timing
+from xlnet_tf.benchmarks import timing
 
 
 def test_bfloat16_instructions_are_named_when_present():

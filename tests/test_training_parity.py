@@ -5,7 +5,7 @@ pretraining, real records of the bundled corpus (perm_mask, target_mapping, two 
 bi_data, memories carried across steps and reset where a stream starts); for the
 classifier, real movie-review features. Ours runs the real drivers (`run_pretraining`,
 `build_for_training` + `train_classifier`: the orbit trainers' steps with their clipping
-and `build_optimizer`); HuggingFace's side (experiments/hf_training.py, which
+and `build_optimizer`); HuggingFace's side (xlnet_tf/benchmarks/hf_training.py, which
 experiments/hf_pretraining_steps.py runs for hundreds of steps) computes the same loss from
 its logits and steps with an optimizer written from PyTorch primitives, with the released
 code's semantics (model_utils.get_train_op): linear warmup / linear decay evaluated at the step
@@ -23,8 +23,8 @@ import tensorflow as tf
 import torch
 import transformers
 
-from experiments.hf_training import PretrainingSteps
-from experiments.hf_training import ReleasedOptimizer
+from xlnet_tf.benchmarks.hf_training import PretrainingSteps
+from xlnet_tf.benchmarks.hf_training import ReleasedOptimizer
 from hf_reference import make_hf_model
 from helpers import pretrain_config
 from xlnet_tf import model_directory

@@ -1,9 +1,10 @@
 """Pretraining and fine-tuning from it (issue 28): the speeches corpus of the transfer runner
-(experiments/transfer.py) and its results table; a pretrained start that must not collapse,
-at tiny size (slow); and the pipeline at its demo size, pretrained against random weights
-on the held-out movie-review sentences (slow, ~3 min).
+(experiments/transfer.py, xlnet_tf/pipelines/transfer.py) and its results table; a
+pretrained start that must not collapse, at tiny size (slow); and the pipeline at its demo
+size, pretrained against random weights on the held-out movie-review sentences (slow,
+~3 min).
 
-The run is the demo's pipeline (experiments/demo_pipeline.py) at its demo size:
+The run is the demo's pipeline (xlnet_tf/pipelines/demo.py) at its demo size:
 SentencePiece and pretraining records from the shuffled TRAIN-split review sentences,
 3,000 pretraining steps of a 2 x 128 model, then fine-tuning on the train split with two
 seeds from the pretrained weights and two from random weights, everything else equal.
@@ -30,8 +31,8 @@ import re
 
 import pytest
 
-from experiments import demo_pipeline
-from experiments import transfer
+from xlnet_tf.pipelines import demo as demo_pipeline
+from xlnet_tf.pipelines import transfer
 
 
 def test_the_speeches_corpus_holds_out_every_tenth_speech_one_sentence_per_line(tmp_path):

@@ -232,8 +232,9 @@ def check_validation_steps(params) -> None:
 
 
 def _run_options(params, model_dir, stop_at_step) -> Dict[str, Any]:
-  """The options fine-tuning and pretraining share: the trainer section, the warm start
-  (a preset name resolved) and task.optimization."""
+  """The options of a run: the trainer section, the warm start (a preset name resolved:
+  `resolve_init_checkpoint`) and task.optimization."""
+  params = resolve_init_checkpoint(params)
   return dict(model_dir=model_dir, train_steps=params.trainer.train_steps,
               stop_at_step=stop_at_step, steps_per_loop=params.trainer.steps_per_loop,
               save_steps=params.trainer.checkpoint_interval,
@@ -461,6 +462,14 @@ def export(task: base.XLNetTask, model_dir: str, export_dir: Optional[str] = Non
 _PRETRAIN_MODEL_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activation",
                         "untie_r", "n_token", "mem_len", "dropout", "dropatt", "clamp_len",
                         "same_length", "initializer_range")
+
+
+def pretrain_options(model_dir: str, train_steps: int, **changes) -> loop.RunOptions:
+  """`loop.RunOptions` with the pretraining task's defaults (its `optimization`: the
+  paper's values, the released train.py's flags) and `changes`."""
+  defaults = exp_factory.get_exp_config(experiments.PRETRAINING).task.optimization.as_dict()
+  return loop.RunOptions(model_dir=model_dir, train_steps=train_steps,
+                         **{**defaults, **changes})
 
 
 def pretrain(config: XLNetConfig, records: str, options: loop.RunOptions, *,

@@ -1,5 +1,6 @@
 """HuggingFace's XLNet trained in PyTorch the way the released code trains: the reference
-that tests/test_training_parity.py and experiments/hf_pretraining_steps.py step ours against.
+that tests/test_training_parity.py and xlnet_tf.benchmarks.hf_pretraining_steps
+(python -m experiments.hf_pretraining_steps) step ours against.
 
 `ReleasedOptimizer` is the released get_train_op (model_utils.py) written from torch
 primitives, on float32 parameters: linear warmup / linear decay evaluated at the step

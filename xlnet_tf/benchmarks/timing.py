@@ -1,4 +1,5 @@
-"""Timing for the benchmarks."""
+"""Timing for the benchmarks (xlnet_tf.benchmarks, experiments/benchmark_*.py): the median
+of timed calls, the CPU's description and its bfloat16 instructions."""
 
 import time
 

@@ -5,7 +5,7 @@
 
 import os
 
-from experiments.timing import median_seconds
+from xlnet_tf.benchmarks.timing import median_seconds
 
 
 def benchmark_hf(config, inputs, mems_shape, steps, clip_norm=None):

@@ -23,6 +23,11 @@ sentences reaches SentencePiece or pretraining.
 
   >>> settings = DemoSettings.for_size("tiny")
   >>> summaries = run_all("/tmp/demo", settings)          # {stage: summary dict}
+
+`demo` is `make demo` (python -m experiments.demo): every stage, then the predictions, the
+summary table (also WORK_DIR/summary.md) and where the artefacts went, printed. The
+runners of experiments/ (ablation, transfer, precision_curves) share these stages
+(xlnet_tf.pipelines.ablation, transfer; xlnet_tf.benchmarks.precision_curves).
 """
 
 import collections
@@ -64,9 +69,10 @@ HELD_OUT_EVERY, HELD_OUT_REMAINDER = 10, 5
 HELD_OUT_DIR = "heldout"            # under WORK_DIR/corpus and WORK_DIR/records
 # A speech is one line; SentencePiece skips overlong lines, so one sentence per line.
 SENTENCE_END = re.compile(r'(?<=[.?!])\s+(?=["A-Z])')
-# Run as a script (it imports nothing of xlnet_tf); beside this module, in a checkout and in
-# an installed wheel alike.
-CLASSIFY_TEXT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "classify_text.py")
+# Run as a script (it imports nothing of xlnet_tf): the entry point experiments/classify_text.py,
+# beside the xlnet_tf package in a checkout and in an installed wheel alike.
+_PACKAGES_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLASSIFY_TEXT = os.path.join(_PACKAGES_DIR, "experiments", "classify_text.py")
 TASK = "movie_reviews"
 STAGES = ("corpus", "spiece", "records", "pretrain", "finetune", "export", "serve")
 DEMO_SENTENCES = (
@@ -191,7 +197,7 @@ def stage_dir(work_dir: str, stage: str) -> str:
 
 def link_stages(work_dir: str, sources: Dict[str, str]) -> None:
   """WORK_DIR/<stage> as links to the same stage of other work directories ({stage:
-  source work_dir}), for runners that share finished stages (ablation.py, transfer.py);
+  source work_dir}), for runners that share finished stages (the ablation and transfer pipelines);
   an existing link is kept."""
   os.makedirs(work_dir, exist_ok=True)
   for stage, source_dir in sources.items():
@@ -562,3 +568,49 @@ def summary_table(summaries: Dict[str, Dict]) -> List[str]:
     reused = " (reused)" if s.get("reused") else ""
     rows.append(f"| {stage} | {s['seconds']:.0f} s{reused} | {what} |")
   return ["| stage | wall time | result |", "|---|---|---|", *rows]
+
+
+def demo(work_dir: str, size: str, force: bool = False, **overrides) -> Dict[str, Dict]:
+  """`make demo`: runs (or reuses) every stage of the `size` preset (with `overrides` of
+  its DemoSettings) under `work_dir`, printing each stage's progress, the sentences the
+  SavedModel classified, the summary table (also written to WORK_DIR/summary.md) and where
+  the artefacts went. Returns the stages' summaries."""
+  settings = DemoSettings.for_size(size, **overrides)
+  work_dir = os.path.abspath(work_dir)
+  print(f"xlnet_tf demo ({size}): every stage writes under {work_dir}", flush=True)
+  logging.set_verbosity(logging.WARNING)
+
+  def report(line):
+    print(line, flush=True)
+
+  summaries = run_all(work_dir, settings, force=force, report=report)
+
+  print("\nRaw sentences classified by the SavedModel in a fresh process "
+        "(tensorflow + tensorflow_text only):")
+  for p in summaries["serve"]["predictions"]:
+    print(f"  {p['label']:>8}  p={max(p['probabilities']):.3f}  {p['text']!r}")
+  table = summary_table(summaries)
+  total = sum(s["seconds"] for s in summaries.values() if not s.get("reused"))
+  print("\n" + "\n".join(table))
+  print(f"\nwall time of the stages run now: {total:.0f} s")
+  with open(os.path.join(work_dir, "summary.md"), "w") as f:
+    f.write("\n".join(table) + "\n")
+  saved_model = summaries["export"]["saved_model"]
+  print(f"\nArtefacts: SentencePiece {spiece_path(work_dir)}\n"
+        f"           records {summaries['records']['data']}\n"
+        f"           pretrained model {summaries['pretrain']['model_dir']}\n"
+        f"           fine-tuned model {summaries['finetune']['model_dir']}\n"
+        f"           SavedModel {saved_model}\n"
+        f"           summary {os.path.join(work_dir, 'summary.md')}\n"
+        f"Try: {classify_command()} --saved_model={saved_model} \"What a fine film.\"")
+  return summaries
+
+
+def classify_command() -> str:
+  """The console command `xlnet-classify` beside this interpreter (relative to the current
+  directory when inside it, as .venv/bin/xlnet-classify), else the script from a checkout."""
+  command = os.path.join(os.path.dirname(sys.executable), "xlnet-classify")
+  if not os.path.exists(command):
+    return f"{sys.executable} experiments/classify_text.py"
+  relative = os.path.relpath(command)
+  return command if relative.startswith("..") else relative
