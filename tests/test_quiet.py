@@ -28,6 +28,7 @@ from xlnet_tf import build_pretrainer
 from xlnet_tf import console
 from xlnet_tf import generate as generate_cli
 from xlnet_tf import model_directory
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf import save_pretrained
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.tasks import experiments
@@ -71,7 +72,7 @@ def classifier_dir(spiece_model, tmp_path_factory):
   dropout of the attention summary is not made (a layer never built: Keras' "Skipping
   full serialization" warning at export)."""
   directory = os.fspath(tmp_path_factory.mktemp("quiet") / "classifier")
-  spec = model_directory.ClassifierSpec(task_name="movie_reviews",
+  spec = ClassifierSpec(task_name="movie_reviews",
                                         labels=("negative", "positive"), max_seq_length=32)
   model_directory.save(build_classifier(small_config(n_token=4000), 2, summary_type="last"),
                        directory, spec, spiece_model)
