@@ -163,7 +163,7 @@ def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, tmp_pa
   assert export_dir == os.path.join(run_dir, "export")
   texts = ["a gorgeous, witty, seductive movie.", "the plot is nothing but boilerplate."]
   served = serve_fresh(export_dir, {"text_a": texts}, tmp_path)
-  best_model = model_directory.load(os.path.join(run_dir, ClassifierSpec, start_n_top="best"))[0]
+  best_model = model_directory.load(os.path.join(run_dir, "best"), ClassifierSpec)[0]
   sp = tokenization.load_spiece(spiece_model)
   task = task_factory.get_task(params.task)
   features = [classifier_features.encode_example(
