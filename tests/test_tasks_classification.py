@@ -128,7 +128,8 @@ def test_demo_trains_resumes_exactly_and_evaluates(spiece_model, tmp_path):
 
   checkpoints = sorted(os.listdir(run_dir))
   again = driver.run(params, "train", run_dir)["train"]            # nothing left to do
-  assert again == {"step": 20, "losses": [], "start_step": 20}
+  assert again == {"step": 20, "losses": [], "start_step": 20,
+                   "final_dir": os.path.join(run_dir, driver.FINAL_DIR)}
   assert sorted(os.listdir(run_dir)) == checkpoints
 
   metrics = driver.run(params, "eval", run_dir)["eval"]
