@@ -329,7 +329,7 @@ def test_question_answering(tmp_path):
 
   # Training (start_positions given): HF's answer class reads the gold start, so its loss
   # is ours with answer_class_start "gold" (dropout off in both).
-  from xlnet_tf.layers.squad_head import squad_loss  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.tasks.squad import squad_loss  # pylint: disable=g-import-not-at-top
   starts, ends = np.array([6, 7, 9]), np.array([9, 11, 10])       # answerable positions
   assert not np.take_along_axis(p_mask, np.stack([starts, ends], 1), 1).any()
   impossible = np.array([0.0, 1.0, 0.0], np.float32)
