@@ -43,7 +43,6 @@ from xlnet_tf.data import pretrain_records
 from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
-from xlnet_tf.tasks import all_tasks  # noqa: F401  (registers the task kinds convert reads)
 from xlnet_tf.training import loop
 
 STEPS = 20
