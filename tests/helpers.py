@@ -184,18 +184,17 @@ def train_tagger(strategy, model, optimizer, dataset_fn, options, run_settings=N
       initialize=warm_start(options.init_checkpoint))
 
 
-# The defaults the pretraining runs of these tests were written with (the paper's values
-# and the released train.py's flags: the pretraining task's own, `PretrainSettings`), which
-# `loop.RunOptions` (fine-tuning's defaults) does not have.
-PRETRAIN_OPTION_DEFAULTS = dict(learning_rate=4e-4, weight_decay=0.01, adam_epsilon=1e-6,
-                                min_lr_ratio=0.001, steps_per_loop=1000, save_steps=10000,
-                                max_checkpoints=5)
+# The loop defaults the pretraining runs of these tests were written with (PretrainOptions'
+# before issue 29); the optimizer's are the pretraining task's (`train_lib.pretrain_options`).
+PRETRAIN_LOOP_DEFAULTS = dict(steps_per_loop=1000, save_steps=10000, max_checkpoints=5)
 
 
-def pretrain_options(**options):
-  """`loop.RunOptions` of a pretraining run: PRETRAIN_OPTION_DEFAULTS, then `options`."""
-  from xlnet_tf.training import loop  # pylint: disable=g-import-not-at-top
-  return loop.RunOptions(**{**PRETRAIN_OPTION_DEFAULTS, **options})
+def pretrain_options(model_dir, train_steps, **options):
+  """`loop.RunOptions` of a pretraining run: the pretraining task's optimizer defaults (the
+  paper's and the released train.py's), PRETRAIN_LOOP_DEFAULTS, then `options`."""
+  from xlnet_tf.tasks import train_lib  # pylint: disable=g-import-not-at-top
+  return train_lib.pretrain_options(model_dir, train_steps,
+                                    **{**PRETRAIN_LOOP_DEFAULTS, **options})
 
 
 def run_pretraining(strategy, config, records_dir, options, validation_records=""):
