@@ -42,7 +42,7 @@ def _demo_params(spiece_model, cache_dir, override=""):
 def test_experiment_is_registered():
   params = exp_factory.get_exp_config("xlnet/classification")
   assert isinstance(params.task, classification.ClassificationConfig)
-  assert params.task.optimization.learning_rate == 1e-5        # FinetuneOptions' default
+  assert params.task.optimization.learning_rate == 1e-5        # RunOptions' default
   task = task_factory.get_task(params.task)
   assert isinstance(task, classification.ClassificationTask)
   with pytest.raises(NotImplementedError, match="experiments.train"):

@@ -41,7 +41,7 @@ def _demo_params(spiece_model, cache_dir, override=""):
 def test_experiment_is_registered():
   params = exp_factory.get_exp_config("xlnet/tagging")
   assert isinstance(params.task, tagging.TaggingConfig)
-  assert params.task.optimization.learning_rate == 1e-5        # FinetuneOptions' default
+  assert params.task.optimization.learning_rate == 1e-5        # RunOptions' default
   assert params.task.data_dir == "" and params.task.validation_data.split == "dev"
   task = task_factory.get_task(params.task)
   assert isinstance(task, tagging.TaggingTask)
