@@ -9,6 +9,10 @@ import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
+# Every task kind registered (`xlnet_tf.task_kind`), as the driver and the command lines
+# have them: the converters, the model directory loader and the presets read the records.
+from xlnet_tf.tasks import all_tasks  # noqa: E402,F401
+
 
 @pytest.fixture(autouse=True)
 def _float32_policy_and_seed():

@@ -127,6 +127,84 @@ def pretrain_data_flags(inputs, spiece_model, out):
           f"--chunk_bytes={PRETRAIN_SETTINGS.chunk_bytes}", f"--seed={PRETRAIN_SETTINGS.seed}"]
 
 
+# ---- fine-tuning runs through the one driver (`loop.train_model`) --------------------------
+
+def steps_from(dataset_fn, grad_accum_steps: int = 1):
+  """`dataset_fn(input_context, start_step)` of `loop.train_model` from a
+  `dataset_fn(input_context)` of the whole stream: the micro-batches of the steps already
+  taken skipped (a step takes `grad_accum_steps` micro-batches for each replica an input
+  pipeline feeds)."""
+  def from_step(ctx, start_step):
+    return dataset_fn(ctx).skip(start_step * grad_accum_steps *
+                                (ctx.num_replicas_in_sync // ctx.num_input_pipelines))
+  return from_step
+
+
+def warm_start(init_checkpoint):
+  """`initialize` of `loop.train_model`: the encoder's weights from `init_checkpoint` (a
+  pretrained model directory or prefix), or None without one."""
+  if not init_checkpoint:
+    return None
+  from xlnet_tf import pretrained  # pylint: disable=g-import-not-at-top
+  return lambda model: pretrained.restore_encoder(model.encoder, init_checkpoint)
+
+
+def build_for_training(strategy, config, spec, options, dropout: float = 0.1):
+  """(model of `spec`, optimizer) of a fine-tuning run, not warm-started (`train_classifier`
+  and `train_tagger` warm-start from options.init_checkpoint when there is no checkpoint)."""
+  from xlnet_tf.training import loop  # pylint: disable=g-import-not-at-top
+  return loop.build_model_and_optimizer(
+      strategy, options, lambda: spec.build_model(config, dropout_rate=dropout))
+
+
+def train_classifier(strategy, model, optimizer, dataset_fn, options, run_settings=None,
+                     **kwargs):
+  """`loop.train_model` with the classifier's loss; `dataset_fn(input_context)` the whole
+  stream of micro-batches (`steps_from`), the warm start options.init_checkpoint's."""
+  from xlnet_tf.tasks import classification  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.training import loop  # pylint: disable=g-import-not-at-top
+  return loop.train_model(
+      strategy, model, optimizer, steps_from(dataset_fn, options.grad_accum_steps), options,
+      loss_fn=functools.partial(classification.classifier_loss,
+                                is_regression=model.is_regression),
+      input_keys=classification.MODEL_INPUTS, purpose="fine-tuning",
+      run_settings=run_settings, initialize=warm_start(options.init_checkpoint), **kwargs)
+
+
+def train_tagger(strategy, model, optimizer, dataset_fn, options, run_settings=None):
+  """`loop.train_model` with the tagger's loss and the run settings the tagger's runs
+  recorded ({"task": "tagging", ...}); `dataset_fn` as for `train_classifier`."""
+  from xlnet_tf.data import tagging_features  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.tasks import tagging  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.training import loop  # pylint: disable=g-import-not-at-top
+  return loop.train_model(
+      strategy, model, optimizer, steps_from(dataset_fn, options.grad_accum_steps), options,
+      loss_fn=tagging.tagging_loss, input_keys=tagging_features.MODEL_INPUTS,
+      purpose="fine-tuning", run_settings={"task": "tagging", **(run_settings or {})},
+      initialize=warm_start(options.init_checkpoint))
+
+
+# The loop defaults the pretraining runs of these tests were written with (PretrainOptions'
+# before issue 29); the optimizer's are the pretraining task's (`train_lib.pretrain_options`).
+PRETRAIN_LOOP_DEFAULTS = dict(steps_per_loop=1000, save_steps=10000, max_checkpoints=5)
+
+
+def pretrain_options(model_dir, train_steps, **options):
+  """`loop.RunOptions` of a pretraining run: the pretraining task's optimizer defaults (the
+  paper's and the released train.py's), PRETRAIN_LOOP_DEFAULTS, then `options`."""
+  from xlnet_tf.tasks import train_lib  # pylint: disable=g-import-not-at-top
+  return train_lib.pretrain_options(model_dir, train_steps,
+                                    **{**PRETRAIN_LOOP_DEFAULTS, **options})
+
+
+def run_pretraining(strategy, config, records_dir, options, validation_records=""):
+  """A pretraining run through the driver (`train_lib.pretrain`): its summary ("step",
+  "losses", "start_step", "final_dir")."""
+  from xlnet_tf.tasks import train_lib  # pylint: disable=g-import-not-at-top
+  return train_lib.pretrain(config, records_dir, options, strategy=strategy,
+                            validation_records=validation_records)
+
+
 def pretrain_config(records_dir, **changes) -> XLNetConfig:
   """A small pretraining config that fits the records in `records_dir` (dropout off)."""
   from xlnet_tf.data import pretrain_records  # pylint: disable=g-import-not-at-top

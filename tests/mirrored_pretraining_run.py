@@ -16,11 +16,12 @@ import tensorflow as tf  # noqa: E402
 tf.config.set_logical_device_configuration(
     tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
 
-from xlnet_tf import model_directory
+from xlnet_tf import model_directory  # noqa: E402
 from xlnet_tf import pretrained  # noqa: E402
 from xlnet_tf.data import pretrain_records  # noqa: E402
 from xlnet_tf.data.pretrain_reader import replica_row_order  # noqa: E402
-from xlnet_tf.training import pretraining  # noqa: E402
+from helpers import pretrain_options  # noqa: E402
+from helpers import run_pretraining  # noqa: E402
 
 
 def main(records, init_dir, work, steps):
@@ -30,10 +31,10 @@ def main(records, init_dir, work, steps):
   results = {}
   for name, strategy in (("one_device", tf.distribute.OneDeviceStrategy("/cpu:0")),
                          ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
-    options = pretraining.PretrainOptions(
+    options = pretrain_options(
         model_dir=os.path.join(work, name), train_steps=steps, learning_rate=1e-3,
         warmup_steps=1, steps_per_loop=1, save_steps=steps, init_checkpoint=init_dir)
-    summary = pretraining.run_pretraining(strategy, config, records, options)
+    summary = run_pretraining(strategy, config, records, options)
     memory = tf.train.load_variable(tf.train.latest_checkpoint(options.model_dir),
                                     "memories/saved/.ATTRIBUTES/VARIABLE_VALUE")
     # Rows of the memory, in the order the replicas saw them -> by stream (slot) index.

@@ -5,9 +5,9 @@ test_squad_training.py; prints one JSON line with both runs' losses and the larg
 difference of their final weights.
 
 Each run is what the driver's training is (`tasks.train_lib.train`): the model and
-optimizer of `finetuning.build_model_and_optimizer` (task.build_model), trained by
-`finetuning.train_model` (the common Trainer) on the task's windows streamed from their
-TFRecord cache (task.build_inputs) with the task's loss; only the strategy is given here
+optimizer of `loop.build_model_and_optimizer` (task.build_model), trained by
+`loop.train_model` (the common Trainer) on the task's windows streamed from their
+TFRecord cache (task.train_dataset_fn) with the task's loss; only the strategy is given here
 (runtime.distribution_strategy "mirrored" is one CPU replica when there is no GPU).
 
   python tests/mirrored_squad_run.py SPIECE_MODEL SQUAD_JSON WORK_DIR STEPS
@@ -30,7 +30,7 @@ from official.core import task_factory  # noqa: E402
 
 from xlnet_tf.tasks import experiments  # noqa: E402
 from xlnet_tf.tasks import train_lib  # noqa: E402
-from xlnet_tf.training import finetuning  # noqa: E402
+from xlnet_tf.training import loop  # noqa: E402
 
 
 def squad_params(spiece_model, squad_json, cache_dir, steps):
@@ -57,17 +57,16 @@ def squad_params(spiece_model, squad_json, cache_dir, steps):
 def main(spiece_model, squad_json, work, steps):
   params = squad_params(spiece_model, squad_json, os.path.join(work, "features"), steps)
   task = task_factory.get_task(params.task)
-  train_path = task.features_path(params.task.train_data)
+  task.features_path(params.task.train_data)               # cached once, before both runs
   results, weights = {}, {}
   for name, strategy in (("one_device", tf.distribute.OneDeviceStrategy("/cpu:0")),
                          ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
-    options = train_lib.finetune_options(params, os.path.join(work, name))
-    model, optimizer = finetuning.build_model_and_optimizer(strategy, options,
-                                                            task.build_model)
+    options = train_lib.run_options(params, os.path.join(work, name))
+    model, optimizer = loop.build_model_and_optimizer(strategy, options, task.build_model)
     weights[name + "_initial"] = [v.numpy() for v in model.weights]
-    summary = finetuning.train_model(
+    summary = loop.train_model(
         strategy, model, optimizer,
-        lambda ctx: task.build_inputs(params.task.train_data, ctx, path=train_path),
+        task.train_dataset_fn(params.task.train_data, options.grad_accum_steps),
         options, loss_fn=task.loss_fn(), input_keys=task.INPUT_KEYS,
         forward_fn=task.forward_fn())
     assert summary["step"] == steps, summary

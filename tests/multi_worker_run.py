@@ -4,8 +4,9 @@ and the single-process run on the same global batches. Used by test_multi_worker
   python tests/multi_worker_run.py worker RECORDS INIT_DIR MODEL_DIR STEPS   # TF_CONFIG set
   python tests/multi_worker_run.py reference RECORDS INIT_DIR MODEL_DIR STEPS
 
-A worker runs `run_pretraining` like `experiments/pretrain.py --strategy=multi_worker`:
-its input pipeline reads shards i, i + 2, ... and feeds its one replica `bsz_per_host` rows.
+A worker runs `train_lib.pretrain` (the driver) like `experiments/pretrain.py
+--strategy=multi_worker`: its input pipeline reads shards i, i + 2, ... and feeds its one
+replica `bsz_per_host` rows.
 The reference trains one replica on the two pipelines' rows of every step side by side
 (forward streams of both, then backward streams of both: the bi_data layout) with memories
 for all of them, i.e. the same global batch. Each prints one JSON line: per-step losses and
@@ -21,21 +22,24 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from xlnet_tf import model_directory
+from helpers import pretrain_options  # noqa: E402
+from helpers import run_pretraining  # noqa: E402
+from xlnet_tf import model_directory  # noqa: E402
 from xlnet_tf import pretrained  # noqa: E402
 from xlnet_tf.data.pretrain_reader import pretrain_dataset  # noqa: E402
 from xlnet_tf.data import pretrain_records  # noqa: E402
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer  # noqa: E402
+from xlnet_tf.tasks import pretraining  # noqa: E402
 from xlnet_tf.training import optimization  # noqa: E402
-from xlnet_tf.training import pretraining  # noqa: E402
 from xlnet_tf.training.memory import ReplicaMemories  # noqa: E402
-from xlnet_tf.training.pretrain_trainer import PretrainTrainer  # noqa: E402
+from xlnet_tf.training.trainer import NonFiniteLossError  # noqa: E402
+from xlnet_tf.training.trainer import Trainer  # noqa: E402
 
 LEARNING_RATE = 1e-3
 
 
 def _options(model_dir, steps, init_dir):
-  return pretraining.PretrainOptions(
+  return pretrain_options(
       model_dir=model_dir, train_steps=steps, learning_rate=LEARNING_RATE, warmup_steps=1,
       steps_per_loop=1, save_steps=steps, init_checkpoint=init_dir)
 
@@ -49,8 +53,7 @@ def worker(records, init_dir, model_dir, steps):
   strategy = tf.distribute.MultiWorkerMirroredStrategy()
   config = pretrained.XLNetConfig.from_json_file(os.path.join(init_dir,
                                                               model_directory.CONFIG_FILE))
-  summary = pretraining.run_pretraining(strategy, config, records,
-                                        _options(model_dir, steps, init_dir))
+  summary = run_pretraining(strategy, config, records, _options(model_dir, steps, init_dir))
   resolver = strategy.cluster_resolver
   export = pretrained.load_pretrained(summary["final_dir"]) if resolver.task_id == 0 else None
   print(json.dumps({"task_id": resolver.task_id, "replicas": strategy.num_replicas_in_sync,
@@ -86,10 +89,10 @@ def reference(records, init_dir, model_dir, steps):
     return {k: tf.concat([a[k][:half], b[k][:half], a[k][half:], b[k][half:]], 0) for k in a}
 
   dataset = tf.data.Dataset.zip(tuple(pipelines)).map(side_by_side)
-  trainer = PretrainTrainer(strategy, model, optimizer,
-                            strategy.experimental_distribute_dataset(dataset), memories,
-                            tokens_per_step=2 * rows * settings["seq_len"],
-                            clip_norm=1.0, total_steps=steps)
+  trainer = Trainer(strategy, model, optimizer, strategy.experimental_distribute_dataset(dataset),
+                    input_keys=pretraining.MODEL_INPUTS, loss_fn=pretraining.pretraining_loss,
+                    memories=memories, tokens_per_step=2 * rows * settings["seq_len"],
+                    clip_norm=1.0, total_steps=steps, error=NonFiniteLossError)
   losses = [float(trainer.train(tf.constant(1))["loss"]) for _ in range(steps)]
   print(json.dumps({"losses": losses, "weights": _weights(model)}))
 

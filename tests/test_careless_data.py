@@ -24,7 +24,6 @@ from helpers import PRETRAIN_SETTINGS
 from helpers import pretrain_data_flags
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.data import tokenization
-from xlnet_tf.training import pretraining
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -56,7 +55,7 @@ def _refused_by_verify_and_pretraining(directory, message):
   assert "all sound" not in verified.stdout and "Traceback" not in verified.stderr
   assert verified.stderr.count("\n") == 1 and message in verified.stderr, verified.stderr
   with pytest.raises(ValueError, match=re.escape(message)):
-    pretraining.check_data(str(directory))
+    pretrain_records.check_data(str(directory))
 
 
 # ---- 2: half a dataset, a manifest without shards -------------------------------------------
@@ -101,7 +100,7 @@ def test_a_hand_edited_manifest_field_is_named_with_its_type(pretraining_records
   out = _copy_records(pretraining_records[0], tmp_path)
   path = _edit_manifest(out, edit)
   with pytest.raises(ValueError, match=re.escape(f"{path}: {message}")):
-    pretraining.check_data(str(out))
+    pretrain_records.check_data(str(out))
 
 
 def test_verify_names_a_wrong_manifest_field_in_one_line(pretraining_records, tmp_path):
@@ -131,7 +130,7 @@ def test_records_refuse_a_retrained_sentencepiece_model(pretraining_records, spi
   shutil.copy(spiece_model, f"{prefix}.model")
   out = _copy_records(pretraining_records[0], tmp_path)
   manifest_path = _edit_manifest(out, lambda m: m["spiece"].update(path=f"{prefix}.model"))
-  assert pretraining.check_data(str(out))["spiece"]["path"] == f"{prefix}.model"
+  assert pretrain_records.check_data(str(out))["spiece"]["path"] == f"{prefix}.model"
 
   train_sentencepiece.train(_small_corpus(tmp_path), str(prefix), 300, num_threads=2,
                             overwrite=True)
@@ -139,7 +138,7 @@ def test_records_refuse_a_retrained_sentencepiece_model(pretraining_records, spi
       f"--train_data {out}: the SentencePiece model {prefix}.model is not the one the "
       f"records were made with: its sha256 is {tokenization.spiece_sha256(f'{prefix}.model')}, "
       f"{manifest_path} records {tokenization.spiece_sha256(spiece_model)}")):
-    pretraining.check_data(str(out))
+    pretrain_records.check_data(str(out))
 
 
 def test_train_sentencepiece_refuses_to_replace_a_model_without_overwrite(tmp_path):

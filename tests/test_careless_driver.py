@@ -13,14 +13,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official.core import exp_factory
+
 from experiments import strategy_flags
 from helpers import small_config
 from xlnet_tf import model_directory
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import train_lib as driver
-from xlnet_tf.training import finetuning
-from xlnet_tf.training import pretraining
+from xlnet_tf.training import loop
 from xlnet_tf.training import run_directory
 from xlnet_tf.training.checkpointing import GuardedCheckpointManager
 
@@ -279,11 +280,13 @@ def test_a_finite_init_checkpoint_passes_the_check(tmp_path):
 def test_max_checkpoints_zero_keeps_every_checkpoint(tmp_path):
   """Before: ValueError: --max_checkpoints must be >= 1, got 0 (the docs said 0 keeps them
   all; only the released --max_save=0 did)."""
-  finetuning.FinetuneOptions(model_dir=str(tmp_path), train_steps=4, max_checkpoints=0)
-  pretraining.PretrainOptions(model_dir=str(tmp_path), train_steps=4, max_checkpoints=0)
+  loop.RunOptions(model_dir=str(tmp_path), train_steps=4, max_checkpoints=0)
+  pretraining = exp_factory.get_exp_config(experiments.PRETRAINING)   # its own defaults
+  pretraining.override({"trainer": {"train_steps": 4, "max_to_keep": 0}})
+  assert driver.run_options(pretraining, str(tmp_path)).max_checkpoints == 0
   with pytest.raises(ValueError, match="--max_checkpoints must be >= 1, or 0 to keep every "
                                        "checkpoint, got -1"):
-    finetuning.FinetuneOptions(model_dir=str(tmp_path), train_steps=4, max_checkpoints=-1)
+    loop.RunOptions(model_dir=str(tmp_path), train_steps=4, max_checkpoints=-1)
   step = tf.Variable(0, dtype=tf.int64)
   manager = GuardedCheckpointManager(tf.train.Checkpoint(step=step), str(tmp_path),
                                      max_to_keep=0, step_counter=step, save_steps=1)
@@ -295,7 +298,7 @@ def test_max_checkpoints_zero_keeps_every_checkpoint(tmp_path):
   with open(os.path.join(ROOT, "docs", "fine-tuning.md"), encoding="utf-8") as f:
     assert "`--max_checkpoints` (0 keeps every checkpoint)" in f.read()
   params = driver.parse_params(experiments.CLASSIFICATION, [DEMO], "trainer.max_to_keep=0")
-  assert driver.finetune_options(params, str(tmp_path)).max_checkpoints == 0
+  assert driver.run_options(params, str(tmp_path)).max_checkpoints == 0
 
 
 def test_an_export_into_a_used_default_location_names_the_default_not_the_flag(tmp_path):

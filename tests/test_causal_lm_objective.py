@@ -16,8 +16,13 @@ import yaml
 
 from hf_reference import make_hf_model
 from helpers import PRETRAIN_SETTINGS
+from helpers import build_for_training
 from helpers import pretrain_config
+from helpers import pretrain_options
+from helpers import run_pretraining
 from helpers import small_config
+from helpers import train_classifier
+from helpers import warm_start
 from xlnet_tf import model_directory
 from xlnet_tf import pretrained
 from xlnet_tf import released_names
@@ -29,11 +34,10 @@ from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import train_lib
-from xlnet_tf.training import finetuning
-from xlnet_tf.training import pretraining
+from xlnet_tf.tasks.pretraining import MODEL_INPUTS
+from xlnet_tf.tasks.pretraining import pretraining_loss
+from xlnet_tf.training import loop
 from xlnet_tf.training import run_directory
-from xlnet_tf.training.pretrain_trainer import MODEL_INPUTS
-from xlnet_tf.training.pretrain_trainer import pretraining_loss
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -134,17 +138,16 @@ def test_refusals_name_the_field():
            "perm_mask": tf.zeros([1, 4, 4])})
   with pytest.raises(ValueError, match=r"--objective must be one of \('plm', 'mlm', "
                                        r"'clm'\), got 'ar'"):
-    pretraining.PretrainOptions(model_dir="unused", train_steps=1, objective="ar")
+    loop.RunOptions(model_dir="unused", train_steps=1, objective="ar")
 
 
 def test_run_pretraining_refuses_a_bidirectional_config_before_any_work(pretraining_records,
                                                                          tmp_path):
   records, _ = pretraining_records
-  options = pretraining.PretrainOptions(model_dir=os.fspath(tmp_path / "run"), train_steps=2,
-                                        objective="clm")
+  options = pretrain_options(model_dir=os.fspath(tmp_path / "run"), train_steps=2,
+                             objective="clm")
   with pytest.raises(ValueError, match="^XLNetConfig.attn_type must be 'uni'"):
-    pretraining.run_pretraining(tf.distribute.get_strategy(), pretrain_config(records),
-                                records, options)
+    run_pretraining(tf.distribute.get_strategy(), pretrain_config(records), records, options)
   assert not os.path.exists(tmp_path / "run")
 
 
@@ -184,14 +187,15 @@ def test_driver_trains_clm_resume_keeps_it_and_its_model_directory_fine_tunes(
       task=task.name, split="train", cache_dir=os.fspath(tmp_path / "features"))
   spec = ClassifierSpec(task_name=task.name, labels=tuple(task.labels),
                                         max_seq_length=32)
-  options = finetuning.FinetuneOptions(
+  options = loop.RunOptions(
       model_dir=os.fspath(tmp_path / "tuned"), train_steps=2, learning_rate=1e-3,
       steps_per_loop=1, save_steps=2, init_checkpoint=final)
   strategy = tf.distribute.get_strategy()
-  model, optimizer = finetuning.build_for_training(strategy, config, spec, options)
+  model, optimizer = build_for_training(strategy, config, spec, options)
+  warm_start(final)(model)                   # what train_model does first (no checkpoint)
   np.testing.assert_array_equal(model.encoder.word_embedding.numpy(),
                                 pretrained.load_pretrained(final).encoder.word_embedding)
-  tuned = finetuning.train_classifier(
+  tuned = train_classifier(
       strategy, model, optimizer, lambda ctx: classifier_features.classifier_dataset(
           features, 8, is_training=True, seed=0, max_seq_length=32), options)
   assert tuned["step"] == 2 and all(np.isfinite(tuned["losses"]))

@@ -19,7 +19,7 @@ from xlnet_tf.layers.step_dropout import training_seed
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_classifier import load_released_classifier
 from xlnet_tf.pretrained import restore_encoder
-from xlnet_tf.training import classifier_trainer
+from xlnet_tf.tasks import classification
 from xlnet_tf.training import optimization
 from xlnet_tf.training.trainer import Trainer
 
@@ -147,8 +147,8 @@ def test_gradient_accumulation_equals_the_larger_batch():
     strategy = tf.distribute.get_strategy()
     trainer = Trainer(strategy, model, optimizer,
                       strategy.experimental_distribute_dataset(dataset),
-                      input_keys=classifier_trainer.MODEL_INPUTS,
-                      loss_fn=functools.partial(classifier_trainer.classifier_loss,
+                      input_keys=classification.MODEL_INPUTS,
+                      loss_fn=functools.partial(classification.classifier_loss,
                                                 is_regression=False),
                       grad_accum_steps=accum)
     trainer.train(tf.constant(2, tf.int32))                  # two updates

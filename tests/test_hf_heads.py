@@ -329,7 +329,7 @@ def test_question_answering(tmp_path):
 
   # Training (start_positions given): HF's answer class reads the gold start, so its loss
   # is ours with answer_class_start "gold" (dropout off in both).
-  from xlnet_tf.layers.squad_head import squad_loss  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.tasks.squad import squad_loss  # pylint: disable=g-import-not-at-top
   starts, ends = np.array([6, 7, 9]), np.array([9, 11, 10])       # answerable positions
   assert not np.take_along_axis(p_mask, np.stack([starts, ends], 1), 1).any()
   impossible = np.array([0.0, 1.0, 0.0], np.float32)
@@ -689,7 +689,7 @@ def test_saved_model_location_is_checked_first(tmp_path):
 
 
 def _fake_export(kind, model_dir, export_dir, text, max_seq_length):
-  """Stands in for the SavedModel export (`xlnet_tf.convert._export`): a file and a card."""
+  """Stands in for the SavedModel export (`convert.importer._export`): a file and a card."""
   del kind, text, max_seq_length
   os.makedirs(export_dir)
   with open(os.path.join(export_dir, "saved_model.pb"), "w") as f:
@@ -706,7 +706,7 @@ def test_saved_model_and_output_appear_together(tmp_path, monkeypatch):
   """The export takes its name first; if the model directory then cannot take its name,
   the export goes back (an empty --saved_model directory that was there stays), so both
   appear or neither."""
-  import xlnet_tf.convert as convert_module  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.convert import importer as convert_module  # pylint: disable=g-import-not-at-top
   source = _hf_source_with_spiece(tmp_path)
   export = tmp_path / "export"
   os.makedirs(export)
@@ -737,7 +737,7 @@ def test_saved_model_and_output_appear_together(tmp_path, monkeypatch):
 
 
 def test_failed_export_leaves_no_partial_directories(tmp_path, monkeypatch):
-  import xlnet_tf.convert as convert_module  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.convert import importer as convert_module  # pylint: disable=g-import-not-at-top
   source = _hf_source_with_spiece(tmp_path)
 
   def failing(kind, model_dir, export_dir, text, max_seq_length):

@@ -29,6 +29,20 @@ def test_serving_and_the_model_directory_import_no_training_code():
   assert not above, above
 
 
+def test_serving_and_the_model_directory_import_no_training_code_inside_functions_either():
+  """Not at call time either: no import of xlnet_tf.training or xlnet_tf.tasks anywhere in
+  their code (an import inside a function would load the trainer when a model directory
+  is read or a SavedModel written)."""
+  paths = [os.path.join(ROOT, "xlnet_tf", "model_directory.py")] + [
+      os.path.join(ROOT, "xlnet_tf", "serving", name)
+      for name in sorted(os.listdir(os.path.join(ROOT, "xlnet_tf", "serving")))
+      if name.endswith(".py")]
+  above = [(os.path.relpath(path, ROOT), name) for path in paths
+           for name, _ in _imports(path)
+           if name.startswith(("xlnet_tf.training", "xlnet_tf.tasks"))]
+  assert len(paths) > 5 and not above, above
+
+
 def test_every_spec_file_is_named_once():
   """Each spec file's name is spelled once, in its spec class (its FILE, read by every
   other module through the class or the task kinds), and model.ckpt once, in

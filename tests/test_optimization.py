@@ -20,13 +20,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official.core import exp_factory
+
 from helpers import small_config
 from xlnet_tf import released_names
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
-from xlnet_tf.training import finetuning
+from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import train_lib
+from xlnet_tf.training import loop
 from xlnet_tf.training import optimization
-from xlnet_tf.training import pretraining
 
 BETA_1, BETA_2 = 0.9, 0.999
 
@@ -253,6 +256,15 @@ def test_released_gradient_scaling_touches_only_the_layers():
   assert set(optimization.layerwise_decay(model, 0.5)) == {"lr_multipliers"}
 
 
+def _pretraining_options(**optimization_changes) -> loop.RunOptions:
+  """The run options of the pretraining experiment (its task.optimization defaults: the
+  paper's and the released train.py's), with `optimization_changes`."""
+  params = exp_factory.get_exp_config(experiments.PRETRAINING)
+  params.override({"task": {"optimization": optimization_changes},
+                   "trainer": {"train_steps": 10}})
+  return train_lib.run_options(params, "unused")
+
+
 @pytest.mark.parametrize("changes, message", [
     ({"adam_bias_correction": "sometimes"},
      r"--adam_bias_correction must be one of released, always, never, got 'sometimes'"),
@@ -262,12 +274,12 @@ def test_released_gradient_scaling_touches_only_the_layers():
 ])
 def test_bad_optimizer_options_name_the_flag(changes, message):
   with pytest.raises(ValueError, match=message):
-    finetuning.FinetuneOptions(model_dir="unused", train_steps=10, **changes)
+    loop.RunOptions(model_dir="unused", train_steps=10, **changes)
   with pytest.raises(ValueError, match=message):
     optimization.check_settings(1e-3, 10, **changes)
   if "adam_bias_correction" in changes:
     with pytest.raises(ValueError, match=message):
-      pretraining.PretrainOptions(model_dir="unused", train_steps=10, **changes)
+      _pretraining_options(**changes)
     with pytest.raises(ValueError, match=message):
       optimization.build_optimizer(1e-3, 10, 0, **changes)
   else:
@@ -279,9 +291,9 @@ def test_bad_optimizer_options_name_the_flag(changes, message):
 def test_defaults_are_the_released_scripts():
   """train.py's min_lr_ratio; run_classifier.py's learning rate, epsilon, decay; the
   released Adam choice and layer decay mode are recorded in the run settings."""
-  pretrain = pretraining.PretrainOptions(model_dir="unused", train_steps=10)
+  pretrain = _pretraining_options()
   assert (pretrain.min_lr_ratio, pretrain.adam_bias_correction) == (0.001, "released")
-  finetune = finetuning.FinetuneOptions(model_dir="unused", train_steps=10)
+  finetune = loop.RunOptions(model_dir="unused", train_steps=10)
   assert (finetune.learning_rate, finetune.adam_epsilon, finetune.weight_decay,
           finetune.min_lr_ratio, finetune.clip_norm) == (1e-5, 1e-8, 0.0, 0.0, 1.0)
   settings = finetune.run_settings()

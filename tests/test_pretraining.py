@@ -11,15 +11,16 @@ import pytest
 import tensorflow as tf
 
 from helpers import pretrain_config
+from helpers import pretrain_options
 from helpers import read_records
+from helpers import run_pretraining
 from xlnet_tf import build_pretrainer
 from xlnet_tf import load_pretrained
 from xlnet_tf import save_pretrained
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.training import optimization
-from xlnet_tf.training import pretraining
-from xlnet_tf.training.pretrain_trainer import NonFiniteLossError
+from xlnet_tf.training.trainer import NonFiniteLossError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,8 +30,8 @@ def _run(records_dir, model_dir, config=None, **options):
   defaults = dict(model_dir=str(model_dir), train_steps=8, learning_rate=1e-3,
                   warmup_steps=2, steps_per_loop=1, save_steps=4)
   defaults.update(options)
-  return pretraining.run_pretraining(tf.distribute.get_strategy(), config, records_dir,
-                                     pretraining.PretrainOptions(**defaults))
+  return run_pretraining(tf.distribute.get_strategy(), config, records_dir,
+                         pretrain_options(**defaults))
 
 
 def _unigram_entropy(records_dir):
@@ -177,7 +178,7 @@ def test_half_precision_trains_and_a_non_finite_loss_stops_cleanly(pretraining_r
 
 def test_bad_data_fails_before_any_model_is_built(tmp_path, pretraining_records):
   with pytest.raises(FileNotFoundError, match="no manifest.json"):
-    pretraining.check_data(str(tmp_path))
+    pretrain_records.check_data(str(tmp_path))
   records_dir, _ = pretraining_records
   result = subprocess.run(
       [sys.executable, "-m", "experiments.pretrain", f"--train_data={records_dir}",

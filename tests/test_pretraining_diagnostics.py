@@ -14,10 +14,10 @@ import tensorflow as tf
 from xlnet_tf.benchmarks import pretraining_diagnostics as diag
 from helpers import pretrain_config
 from xlnet_tf.data.pretrain_reader import pretrain_dataset
+from xlnet_tf.data.pretrain_records import data_settings
 from xlnet_tf.data.pretrain_records import load_manifest
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
-from xlnet_tf.training.pretraining import data_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -25,7 +25,7 @@ from xlnet_tf.data import tokenization
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_multiple_choice import XLNetMultipleChoice
 from xlnet_tf.models.xlnet_multiple_choice import build_multiple_choice
-from xlnet_tf.models.xlnet_multiple_choice import multiple_choice_loss
+from xlnet_tf.tasks.race import multiple_choice_loss
 
 T, QA = 48, 12             # max_seq_length, max_qa_length of the cache tests
 

@@ -15,8 +15,12 @@ import tensorflow as tf
 import tf_keras
 
 import helpers
+from helpers import build_for_training
 from helpers import pretrain_config
+from helpers import pretrain_options
+from helpers import run_pretraining
 from helpers import small_config
+from helpers import train_classifier
 from xlnet_tf import model_directory
 from xlnet_tf import paths
 from xlnet_tf.data import classifier_features
@@ -24,12 +28,12 @@ from xlnet_tf.data import classifier_tasks
 from xlnet_tf.layers.step_dropout import StepDropout
 from xlnet_tf.layers.step_dropout import step_seed
 from xlnet_tf.layers.step_dropout import training_seed
-from xlnet_tf.training import finetuning
-from xlnet_tf.training import pretraining
+from xlnet_tf.training import loop
 from xlnet_tf.training import run_directory
 from xlnet_tf.training.checkpointing import GuardedCheckpointManager
 from xlnet_tf.model_directory import NonFiniteError
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+from xlnet_tf.models.xlnet_classifier import build_classifier
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -45,8 +49,8 @@ def _pretrain(records_dir, model_dir, config=None, **options):
   values = dict(model_dir=str(model_dir), train_steps=8, learning_rate=1e-3,
                 warmup_steps=1, steps_per_loop=1, save_steps=4, seed=7)
   values.update(options)
-  return pretraining.run_pretraining(tf.distribute.get_strategy(), config, records_dir,
-                                     pretraining.PretrainOptions(**values))
+  return run_pretraining(tf.distribute.get_strategy(), config, records_dir,
+                         pretrain_options(**values))
 
 
 def _checkpoint_steps(model_dir):
@@ -105,7 +109,7 @@ def test_pretraining_that_diverges_leaves_only_finite_checkpoints(pretraining_re
 
 def test_a_fine_tuned_model_with_nan_weights_is_not_saved(tmp_path):
   spec = ClassifierSpec(task_name="t", labels=("a", "b"))
-  model = finetuning.build_classifier(small_config(), 2)
+  model = build_classifier(small_config(), 2)
   model({"input_ids": tf.zeros([1, 4], tf.int32)})
   model.encoder.word_embedding.assign(
       tf.fill(tf.shape(model.encoder.word_embedding), np.nan))
@@ -165,14 +169,14 @@ def _fine_tune(features, model_dir, config=None, grad_accum_steps=2, **options):
                 warmup_steps=1, steps_per_loop=1, save_steps=3, seed=3,
                 grad_accum_steps=grad_accum_steps)
   values.update(options)
-  options = finetuning.FinetuneOptions(**values)
+  options = loop.RunOptions(**values)
   spec = ClassifierSpec(task_name="movie_reviews", labels=("0", "1"),
                                         max_seq_length=32)
   strategy = tf.distribute.get_strategy()
   tf_keras.utils.set_random_seed(1)
-  model, optimizer = finetuning.build_for_training(strategy, config, spec, options,
-                                                   dropout=config.dropout)
-  return finetuning.train_classifier(
+  model, optimizer = build_for_training(strategy, config, spec, options,
+                                        dropout=config.dropout)
+  return train_classifier(
       strategy, model, optimizer,
       lambda ctx: classifier_features.classifier_dataset(
           features, 4, True, seed=5, input_context=ctx, shuffle_buffer_size=1000),
@@ -303,9 +307,9 @@ def test_directory_lock_is_exclusive_reentrant_and_released(tmp_path):
 ])
 def test_impossible_optimizer_settings_are_refused(changes, message):
   with pytest.raises(ValueError, match=message):
-    pretraining.PretrainOptions(model_dir="unused", train_steps=10, **changes)
+    pretrain_options(model_dir="unused", train_steps=10, **changes)
   with pytest.raises(ValueError, match=message):
-    finetuning.FinetuneOptions(model_dir="unused", train_steps=10, **changes)
+    loop.RunOptions(model_dir="unused", train_steps=10, **changes)
 
 
 def test_negative_learning_rate_on_the_command_line_trains_nothing(pretraining_records,

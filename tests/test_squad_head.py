@@ -15,7 +15,7 @@ from helpers import small_config
 from xlnet_tf import load_pretrained
 from xlnet_tf.convert.importer import convert
 from xlnet_tf.layers.squad_head import SquadHead
-from xlnet_tf.layers.squad_head import squad_loss
+from xlnet_tf.tasks.squad import squad_loss
 
 K1, K2 = 3, 2
 

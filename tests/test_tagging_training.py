@@ -13,16 +13,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from helpers import build_for_training
 from helpers import serve_fresh
+from helpers import train_tagger
 from xlnet_tf import model_directory
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import brown
 from xlnet_tf.data import tagging_features
 from xlnet_tf.data import tokenization
 from xlnet_tf.serving.tagger_export import export_tagger
-from xlnet_tf.training import finetuning
-from xlnet_tf.training import tagger_training
 from xlnet_tf.models.xlnet_tagger import TaggerSpec
+from xlnet_tf.tasks import tagging
+from xlnet_tf.training import loop
 
 SEQ = 96
 BATCH = 16
@@ -42,13 +44,13 @@ def trained(spiece_model, tmp_path_factory):
       split="train", input_files=brown.document_paths(), cache_dir=str(work / "cache"))
   config = XLNetConfig(n_layer=2, d_model=64, n_head=2, d_head=32, d_inner=128,
                        n_token=4000)
-  options = finetuning.FinetuneOptions(
+  options = loop.RunOptions(
       model_dir=str(work / "run"), train_steps=STEPS, learning_rate=5e-3,
       warmup_steps=STEPS // 10, steps_per_loop=10, save_steps=STEPS, seed=0)
   strategy = tf.distribute.get_strategy()
-  model, optimizer = tagger_training.build_for_training(
-      strategy, config.for_finetuning(dropout=0.0, dropatt=0.0), spec, options)
-  summary = tagger_training.train_tagger(
+  model, optimizer = build_for_training(
+      strategy, config.for_finetuning(dropout=0.0, dropatt=0.0), spec, options, dropout=0.0)
+  summary = train_tagger(
       strategy, model, optimizer,
       lambda ctx: tagging_features.tagging_dataset(path, BATCH, is_training=True, seed=0,
                                                    input_context=ctx),
@@ -65,7 +67,7 @@ def test_tagger_learns_brown_pos_tags(trained, spiece_model):
   assert losses[-1] < 0.5 * losses[0]
 
   sp = tokenization.load_spiece(spiece_model)
-  metrics = tagger_training.evaluate_tagger(model, sp, splits["test"], spec)
+  metrics = tagging.evaluate_tagger(model, sp, splits["test"], spec)
   counts = collections.Counter(t for s in splits["train"] for t in s.tags)
   majority = counts.most_common(1)[0][0]
   gold = [t for s in splits["test"] for t in s.tags]
@@ -98,7 +100,7 @@ def test_raw_text_export_gives_the_python_models_tags(trained, spiece_model, tmp
 
   sp = tokenization.load_spiece(spiece_model)
   words = [text.split() for text in texts]
-  expected = tagger_training.predict_tags(model, sp, words, spec)
+  expected = tagging.predict_tags(model, sp, words, spec)
   labels = list(spec.labels)
   untagged = 0
   for k, (text_words, tags) in enumerate(zip(words, expected)):

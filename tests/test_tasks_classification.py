@@ -42,7 +42,7 @@ def _demo_params(spiece_model, cache_dir, override=""):
 def test_experiment_is_registered():
   params = exp_factory.get_exp_config("xlnet/classification")
   assert isinstance(params.task, classification.ClassificationConfig)
-  assert params.task.optimization.learning_rate == 1e-5        # FinetuneOptions' default
+  assert params.task.optimization.learning_rate == 1e-5        # RunOptions' default
   task = task_factory.get_task(params.task)
   assert isinstance(task, classification.ClassificationTask)
   with pytest.raises(NotImplementedError, match="experiments.train"):
@@ -128,7 +128,8 @@ def test_demo_trains_resumes_exactly_and_evaluates(spiece_model, tmp_path):
 
   checkpoints = sorted(os.listdir(run_dir))
   again = driver.run(params, "train", run_dir)["train"]            # nothing left to do
-  assert again == {"step": 20, "losses": [], "start_step": 20}
+  assert again == {"step": 20, "losses": [], "start_step": 20,
+                   "final_dir": os.path.join(run_dir, driver.FINAL_DIR)}
   assert sorted(os.listdir(run_dir)) == checkpoints
 
   metrics = driver.run(params, "eval", run_dir)["eval"]
@@ -163,7 +164,7 @@ def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, tmp_pa
   assert export_dir == os.path.join(run_dir, "export")
   texts = ["a gorgeous, witty, seductive movie.", "the plot is nothing but boilerplate."]
   served = serve_fresh(export_dir, {"text_a": texts}, tmp_path)
-  best_model = model_directory.load(os.path.join(run_dir, ClassifierSpec, start_n_top="best"))[0]
+  best_model = model_directory.load(os.path.join(run_dir, "best"), ClassifierSpec)[0]
   sp = tokenization.load_spiece(spiece_model)
   task = task_factory.get_task(params.task)
   features = [classifier_features.encode_example(

@@ -28,7 +28,6 @@ from xlnet_tf.data import race
 from xlnet_tf.data import tokenization
 from xlnet_tf.models.xlnet_multiple_choice import OPTION_INPUTS
 from xlnet_tf.models.xlnet_multiple_choice import XLNetMultipleChoice
-from xlnet_tf.models.xlnet_multiple_choice import multiple_choice_loss
 from xlnet_tf.serving import race_export
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.tasks import experiments
@@ -79,7 +78,7 @@ def test_experiment_is_registered():
   assert (params.trainer.train_steps, params.trainer.steps_per_loop) == (12000, 1000)
   race_obj = task_factory.get_task(params.task)
   assert isinstance(race_obj, race_task.RaceTask)
-  assert race_obj.loss_fn() is multiple_choice_loss and race_obj.METRIC == "accuracy"
+  assert race_obj.loss_fn() is race_task.multiple_choice_loss and race_obj.METRIC == "accuracy"
   assert race_obj.INPUT_KEYS == OPTION_INPUTS
   with pytest.raises(NotImplementedError, match="experiments.train"):
     race_obj.train_step({}, None, None)
@@ -240,7 +239,7 @@ def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, race_d
   sp = tokenization.load_spiece(spiece_model)
   features = [race.race_features(sp, e, T, QA) for e in examples]
   batch = {k: np.stack([f[k] for f in features]) for k in OPTION_INPUTS}
-  best_model = model_directory.load(os.path.join(run_dir, RaceSpec, start_n_top="best"))[0]
+  best_model = model_directory.load(os.path.join(run_dir, "best"), RaceSpec)[0]
   logits = best_model(batch, training=False)["logits"].numpy()               # [7, 4]
   assert np.ptp(logits, axis=1).max() > 0.05                  # a model that tells options apart
 

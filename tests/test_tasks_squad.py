@@ -21,7 +21,6 @@ from xlnet_tf.data import squad
 from xlnet_tf.data import tokenization
 from xlnet_tf.evaluation import squad_metrics
 from xlnet_tf.evaluation import squad_postprocess
-from xlnet_tf.layers import squad_head
 from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import squad as squad_task
 from xlnet_tf.tasks import train_lib as driver
@@ -126,7 +125,7 @@ def test_every_squad_yaml_parses_and_builds_its_task(tmp_path, spiece_model):
       model = task.build_model()
       assert config.n_layer == 1 and model.head.start_n_top == 3
       assert not task.version_2                         # the sample is SQuAD 1.1
-      assert task.loss_fn() is squad_head.squad_loss_sum    # answer class too, as released
+      assert task.loss_fn() is squad_task.squad_loss_sum    # answer class too, as released
 
 
 def test_demo_config_finds_the_bundled_sample_from_any_directory(tmp_path, monkeypatch):
@@ -267,7 +266,7 @@ def test_v2_null_threshold_is_searched_applied_and_kept(spiece_model, tmp_path):
   batch = {"start_positions": np.array([1, 2]), "end_positions": np.array([1, 3]),
            "is_impossible": np.array([0.0, 1.0], np.float32)}
   total, count = task.loss_fn()(outputs, batch)
-  total_v1, _ = squad_head.squad_loss_sum(outputs, batch, answer_class=False)
+  total_v1, _ = squad_task.squad_loss_sum(outputs, batch, answer_class=False)
   assert float(count) == 2.0
   assert float(total_v1) == pytest.approx(2 * np.log(4.0), rel=1e-6)
   assert float(total - total_v1) == pytest.approx(2 * 0.5 * np.log(2.0), rel=1e-6)

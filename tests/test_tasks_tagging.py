@@ -22,7 +22,6 @@ from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import tagging
 from xlnet_tf.tasks import train_lib as driver
 from xlnet_tf.training import run_directory
-from xlnet_tf.training import tagger_training
 from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,7 +41,7 @@ def _demo_params(spiece_model, cache_dir, override=""):
 def test_experiment_is_registered():
   params = exp_factory.get_exp_config("xlnet/tagging")
   assert isinstance(params.task, tagging.TaggingConfig)
-  assert params.task.optimization.learning_rate == 1e-5        # FinetuneOptions' default
+  assert params.task.optimization.learning_rate == 1e-5        # RunOptions' default
   assert params.task.data_dir == "" and params.task.validation_data.split == "dev"
   task = task_factory.get_task(params.task)
   assert isinstance(task, tagging.TaggingTask)
@@ -51,7 +50,7 @@ def test_experiment_is_registered():
   assert list(task.spec.labels) == brown.tag_list(splits["train"])
   assert task.spec.num_labels == 205 and task.spec.scheme == "tags"
   assert task.METRIC in tagging_metrics.tagging_metrics([["nn"]], [["nn"]])
-  assert task.loss_fn() is tagger_training.tagging_loss
+  assert task.loss_fn() is tagging.tagging_loss
   assert task.INPUT_KEYS == tagging_features.MODEL_INPUTS
   with pytest.raises(NotImplementedError, match="experiments.train"):
     task.train_step({}, None, None)
@@ -120,7 +119,7 @@ def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, tmp_pa
   assert best["step"] == 10 * (1 + accuracies.index(max(accuracies)))
 
   task = task_factory.get_task(params.task)
-  best_model, spec = model_directory.load(os.path.join(run_dir, TaggerSpec, start_n_top="best"))
+  best_model, spec = model_directory.load(os.path.join(run_dir, "best"), TaggerSpec)
   assert spec == task.spec
   assert task.evaluate(best_model)["accuracy"] == best["accuracy"]   # the model it scored
 
@@ -132,7 +131,7 @@ def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, tmp_pa
   sentences = [list(s.words) for s in test[:6]]
   sentences.append(list(max(test, key=lambda s: len(s.words)).words))
   served = serve_fresh(export_dir, {"text": [" ".join(w) for w in sentences]}, tmp_path)
-  expected = tagger_training.predict_tags(
+  expected = tagging.predict_tags(
       best_model, tokenization.load_spiece(spiece_model), sentences, spec)
   assert any(None in tags for tags in expected)                  # truncation exercised
   for k, (words, tags) in enumerate(zip(sentences, expected)):
@@ -152,7 +151,7 @@ def test_fit_trains_on_the_task_loss(spiece_model, tmp_path):
   task = task_factory.get_task(params.task)
   inputs, targets = next(iter(task.fit_inputs(params.task.train_data)))
   model = task.build_model()
-  total, count = tagger_training.tagging_loss(model(inputs, training=False),
+  total, count = tagging.tagging_loss(model(inputs, training=False),
                                               {"label_ids": targets["logits"]})
   before = [w.numpy() for w in model.trainable_variables]
   task.compile_model(model, train_steps=10)

@@ -15,9 +15,11 @@ from helpers import pretrain_config
 from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
+from xlnet_tf.tasks import pretraining
 from xlnet_tf.training import optimization
 from xlnet_tf.training.memory import ReplicaMemories
-from xlnet_tf.training.pretrain_trainer import PretrainTrainer
+from xlnet_tf.training.trainer import NonFiniteLossError
+from xlnet_tf.training.trainer import Trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLAGFILES = os.path.join(ROOT, "experiments", "flagfiles")
@@ -32,9 +34,10 @@ def _trainer(records_dir, strategy):
     optimizer = optimization.build_optimizer(1e-3, 10, 1)
   memories = ReplicaMemories(strategy, config.n_layer, rows, config.mem_len, config.d_model)
   dataset = pretrain_dataset(records_dir, rows, seed=0, manifest=manifest)
-  trainer = PretrainTrainer(strategy, model, optimizer,
-                            strategy.experimental_distribute_dataset(dataset), memories,
-                            tokens_per_step=rows * 64, jit_compile=True)
+  trainer = Trainer(strategy, model, optimizer, strategy.experimental_distribute_dataset(dataset),
+                    input_keys=pretraining.MODEL_INPUTS, loss_fn=pretraining.pretraining_loss,
+                    memories=memories, tokens_per_step=rows * 64, jit_compile=True,
+                    error=NonFiniteLossError)
   return trainer, dataset
 
 

@@ -3,14 +3,15 @@
 Both sides start from the same weights and take 20 updates on the same batches: for
 pretraining, real records of the bundled corpus (perm_mask, target_mapping, two segments,
 bi_data, memories carried across steps and reset where a stream starts); for the
-classifier, real movie-review features. Ours runs the real drivers (`run_pretraining`,
-`build_for_training` + `train_classifier`: the orbit trainers' steps with their clipping
-and `build_optimizer`); HuggingFace's side (xlnet_tf/benchmarks/hf_training.py, which
-experiments/hf_pretraining_steps.py runs for hundreds of steps) computes the same loss from
-its logits and steps with an optimizer written from PyTorch primitives, with the released
-code's semantics (model_utils.get_train_op): linear warmup / linear decay evaluated at the step
-before the update, global-norm clipping, then the released layer-wise gradient scaling,
-then Adam WITHOUT bias correction + decoupled weight decay (AdamWeightDecayOptimizer, when
+classifier, real movie-review features. Ours runs the real drivers (`train_lib.pretrain`;
+`loop.build_model_and_optimizer` + `loop.train_model` with the classifier's loss: the orbit
+trainer's steps with its clipping and `build_optimizer`); HuggingFace's side
+(xlnet_tf/benchmarks/hf_training.py, which experiments/hf_pretraining_steps.py runs for
+hundreds of steps) computes the same loss from its logits and steps with an optimizer
+written from PyTorch primitives, with the released code's semantics
+(model_utils.get_train_op): linear warmup / linear decay evaluated at the step before the
+update, global-norm clipping, then the released layer-wise gradient scaling, then Adam
+WITHOUT bias correction + decoupled weight decay (AdamWeightDecayOptimizer, when
 weight_decay > 0) or Adam with bias correction (tf.train.AdamOptimizer, weight_decay = 0),
 decay selected by the released variable names. Dropout is off.
 """
@@ -26,9 +27,12 @@ import transformers
 from xlnet_tf.benchmarks.hf_training import PretrainingSteps
 from xlnet_tf.benchmarks.hf_training import ReleasedOptimizer
 from hf_reference import make_hf_model
+from helpers import build_for_training
 from helpers import pretrain_config
+from helpers import pretrain_options
+from helpers import run_pretraining
+from helpers import train_classifier
 from xlnet_tf import model_directory
-from xlnet_tf import load_pretrained
 from xlnet_tf import released_names
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.convert.importer import convert
@@ -37,9 +41,9 @@ from xlnet_tf.data import classifier_features
 from xlnet_tf.data import classifier_tasks
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.data.pretrain_reader import pretrain_dataset
-from xlnet_tf.training import finetuning
-from xlnet_tf.training import pretraining
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
+from xlnet_tf.training import loop
 
 STEPS = 20
 LOSS_TOLERANCE = 2e-5         # max |loss difference| / max(1, |loss|), any step
@@ -85,14 +89,13 @@ def test_pretraining_matches_huggingface_step_by_step(pretraining_records, tmp_p
   hf_model.save_pretrained(os.fspath(tmp_path / "hf"))
   convert(os.fspath(tmp_path / "hf"), os.fspath(tmp_path / "init"))
 
-  # Ours: the real driver (orbit, PretrainTrainer, build_optimizer from the options).
-  options = pretraining.PretrainOptions(
+  # Ours: the real driver (orbit, the common Trainer, build_optimizer from the options).
+  options = pretrain_options(
       model_dir=os.fspath(tmp_path / "run"), train_steps=30, stop_at_step=STEPS,
       learning_rate=1e-3, warmup_steps=4, steps_per_loop=1, save_steps=STEPS,
       init_checkpoint=os.fspath(tmp_path / "init"), seed=0)
   assert (options.weight_decay, options.adam_bias_correction) == (0.01, "released")
-  summary = pretraining.run_pretraining(tf.distribute.get_strategy(), config, records_dir,
-                                        options, manifest=manifest)
+  summary = run_pretraining(tf.distribute.get_strategy(), config, records_dir, options)
   assert summary["step"] == STEPS and len(summary["losses"]) == STEPS
 
   # HuggingFace: the same batches (the driver's dataset, same seed), the same memories.
@@ -107,8 +110,12 @@ def test_pretraining_matches_huggingface_step_by_step(pretraining_records, tmp_p
   hf_losses = [hf_steps.step(batch) for batch in batches]
 
   loss_errors = [abs(a - b) / max(1.0, abs(b)) for a, b in zip(summary["losses"], hf_losses)]
-  ours = {name: v.numpy() for name, v in released_names.released_variables(
-      load_pretrained(summary["final_dir"])).items()}
+  # The weights after step STEPS: its checkpoint (a run stopped before train_steps writes
+  # no final model directory).
+  trained = build_pretrainer(config)
+  tf.train.Checkpoint(model=trained).read(
+      os.path.join(options.model_dir, f"ckpt-{STEPS}")).expect_partial()
+  ours = {name: v.numpy() for name, v in released_names.released_variables(trained).items()}
   weight_error, worst = _compare_weights(ours, hf_model, config)
   print(f"pretraining, {STEPS} steps: losses {hf_losses[0]:.4f} -> {hf_losses[-1]:.4f}; "
         f"grad norms {min(optimizer.norms):.2f}..{max(optimizer.norms):.2f} (clip "
@@ -166,7 +173,7 @@ def test_classifier_matches_huggingface_step_by_step(spiece_model, tmp_path, wei
   stacked = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
 
   hf_model = _hf_classifier(config, seed=5)
-  options = finetuning.FinetuneOptions(
+  options = loop.RunOptions(
       model_dir=os.fspath(tmp_path / "run"), train_steps=STEPS + 4, learning_rate=2e-3,
       warmup_steps=3, min_lr_ratio=0.1, weight_decay=weight_decay, adam_epsilon=1e-6,
       lr_layer_decay_rate=lr_layer_decay_rate,
@@ -175,10 +182,9 @@ def test_classifier_matches_huggingface_step_by_step(spiece_model, tmp_path, wei
   spec = ClassifierSpec(task_name=task.name, labels=tuple(task.labels),
                                         max_seq_length=32)
   strategy = tf.distribute.get_strategy()
-  model, optimizer = finetuning.build_for_training(strategy, config, spec, options,
-                                                   dropout=0.0)
+  model, optimizer = build_for_training(strategy, config, spec, options, dropout=0.0)
   _assign_from_hf(model, hf_model, config)
-  summary = finetuning.train_classifier(
+  summary = train_classifier(
       strategy, model, optimizer,
       lambda ctx: tf.data.Dataset.from_tensor_slices(stacked).batch(8), options)
   assert summary["step"] == STEPS and len(summary["losses"]) == STEPS
