@@ -3,6 +3,7 @@
 import functools
 import json
 import os
+import struct
 import subprocess
 import sys
 from typing import Any, Dict
@@ -24,6 +25,18 @@ def small_config(**overrides) -> XLNetConfig:
                 dropout=0.0, dropatt=0.0)
   values.update(overrides)
   return XLNetConfig(**values)
+
+
+# Training parity with HuggingFace: max |loss difference| / max(1, |loss|), any step.
+LOSS_TOLERANCE = 2e-5
+
+
+def png_size(path):
+  """(width, height) from the PNG header (IHDR), after checking the signature."""
+  with open(path, "rb") as f:
+    header = f.read(24)
+  assert header[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+  return struct.unpack(">II", header[16:24])
 
 
 def max_rel_error(actual, reference) -> float:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from test_plots import png_size
+from helpers import png_size
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

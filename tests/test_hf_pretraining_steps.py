@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from test_training_parity import LOSS_TOLERANCE
+from helpers import LOSS_TOLERANCE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ["--n_layer=2", "--d_model=32", "--n_head=2", "--d_head=16", "--d_inner=64",

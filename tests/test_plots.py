@@ -1,12 +1,13 @@
 """Pictures: the mask matrices are the model's masks; each command writes a PNG."""
 
 import os
-import struct
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+import helpers
 import tensorflow as tf
 
 from xlnet_tf.pipelines import plots
@@ -16,14 +17,6 @@ from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.pretrained import save_pretrained
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def png_size(path):
-  """(width, height) from the PNG header (IHDR), after checking the signature."""
-  with open(path, "rb") as f:
-    header = f.read(24)
-  assert header[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
-  return struct.unpack(">II", header[16:24])
 
 
 def _run_plots(*args):
@@ -91,7 +84,7 @@ def test_head_scores_on_textbook_patterns():
 def test_masks_command_writes_the_png(tmp_path):
   out = tmp_path / "masks.png"
   _run_plots("masks", "--order=3,2,4,1", f"--out={out}")
-  assert png_size(out) == (800, 420)
+  assert helpers.png_size(out) == (800, 420)
 
 
 def test_attention_command_writes_the_grid(spiece_model, tmp_path):
@@ -100,7 +93,7 @@ def test_attention_command_writes_the_grid(spiece_model, tmp_path):
   out = tmp_path / "attention.png"
   stdout = _run_plots("attention", f"--model_dir={tmp_path / 'model'}",
                       "--sentence=Call me Ishmael.", f"--out={out}")
-  assert png_size(out) == (2 * 260, 2 * 260 + 60)             # 2 layers x 2 heads
+  assert helpers.png_size(out) == (2 * 260, 2 * 260 + 60)             # 2 layers x 2 heads
   for pattern in ("self_exclusion", "relative_stride", "one_side"):
     assert f"{pattern}: best head L" in stdout
 
@@ -117,7 +110,7 @@ def test_curves_command_reads_event_files(tmp_path):
   assert scalars["loss"] == [(10, 7.0), (20, 6.0), (30, 5.0)]
   out = tmp_path / "curves.png"
   _run_plots("curves", f"--event_dir={tmp_path / 'train'}", f"--out={out}")
-  assert png_size(out) == (1200, 320)
+  assert helpers.png_size(out) == (1200, 320)
 
 
 def test_plot_errors_name_the_flag(tmp_path):

@@ -27,6 +27,7 @@ import transformers
 from xlnet_tf.benchmarks.hf_training import PretrainingSteps
 from xlnet_tf.benchmarks.hf_training import ReleasedOptimizer
 from hf_reference import make_hf_model
+from helpers import LOSS_TOLERANCE
 from helpers import build_for_training
 from helpers import pretrain_config
 from helpers import pretrain_options
@@ -46,7 +47,6 @@ from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.training import loop
 
 STEPS = 20
-LOSS_TOLERANCE = 2e-5         # max |loss difference| / max(1, |loss|), any step
 WEIGHT_TOLERANCE = 2e-5       # max |weight difference| / max(1, max |weight|), any weight
 
 
