@@ -113,7 +113,7 @@ $(STAMP_BEAM): requirements.txt requirements-beam.txt requirements-test.txt | ch
 	touch $(STAMP_BEAM)
 
 test-beam: $(STAMP_BEAM)
-	$(VENV_BEAM)/bin/python -m pytest tests/test_beam_pipeline.py $(PYTEST_ARGS)
+	$(VENV_BEAM)/bin/python -m pytest tests/data_prep/test_beam_pipeline.py $(PYTEST_ARGS)
 
 # Bazel runs the tests with $(VENV)'s interpreter (third_party/bazel/venv_python.sh finds
 # .venv beside the checkout; another VENV is passed to the tests here).

@@ -27,7 +27,7 @@ on descheduled threads), and HF should be compared at its best. Run it on a quie
   python -m experiments.benchmark_serving --precisions=fp32,bf16   # + bfloat16 (slow
       on CPUs without bfloat16 units: 6-38x fp32, so off by default)
 
-The SentencePiece model is the released one (tests/data/released_spiece, 32,000 pieces)
+The SentencePiece model is the released one (tests/fixtures/released_spiece, 32,000 pieces)
 when present, else one trained on the bundled corpus (`--spiece_model` picks another).
 The measuring is xlnet_tf/benchmarks/serving.py.
 """

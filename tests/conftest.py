@@ -11,6 +11,7 @@ import tf_keras  # noqa: E402
 
 # Every task kind registered (`xlnet_tf.task_kind`), as the driver and the command lines
 # have them: the converters, the model directory loader and the presets read the records.
+from xlnet_tf import task_kind  # noqa: E402
 from xlnet_tf.tasks import all_tasks  # noqa: E402,F401
 
 
@@ -47,3 +48,70 @@ def pretraining_records(spiece_model, tmp_path_factory):
   directory = str(tmp_path_factory.mktemp("records"))
   pipeline.create(PRETRAIN_SETTINGS, inputs, spiece_model, directory)
   return directory, inputs
+
+
+# ---- the tasks: one demo-size run per trained task kind, parametrized over the registry ------
+
+def _classifier_run(spiece_model, records, tmp_path):
+  del records, tmp_path
+  return "classification_demo.yaml", (
+      f"task.train_data.spiece_model={spiece_model},"
+      f"task.validation_data.spiece_model={spiece_model},"
+      "task.model.dropout=0.1,task.model.dropatt=0.1")
+
+
+def _pretrained_run(spiece_model, records, tmp_path):
+  del spiece_model, tmp_path
+  return "pretraining_demo.yaml", (
+      f"task.train_data.input_path={records},task.validation_data.input_path={records}")
+
+
+def _tagger_run(spiece_model, records, tmp_path):
+  del records, tmp_path
+  return "tagging_demo.yaml", (
+      f"task.train_data.spiece_model={spiece_model},"
+      f"task.validation_data.spiece_model={spiece_model},"
+      "task.model.dropout=0.1,task.model.dropatt=0.1")
+
+
+def _squad_run(spiece_model, records, tmp_path):
+  del records, tmp_path
+  return "squad_demo.yaml", (
+      f"task.train_data.spiece_model={spiece_model},"
+      f"task.validation_data.spiece_model={spiece_model},"
+      "task.model.dropout=0.1,task.model.dropatt=0.1")
+
+
+def _race_run(spiece_model, records, tmp_path):
+  del records
+  import helpers  # pylint: disable=g-import-not-at-top
+  data_dir = tmp_path / "race"
+  helpers.write_race_sample(data_dir, splits=("train", "dev"))
+  return "race_demo.yaml", (
+      f"task.data_dir={data_dir},task.train_data.spiece_model={spiece_model},"
+      f"task.validation_data.spiece_model={spiece_model},"
+      "task.model.dropout=0.1,task.model.dropatt=0.1")
+
+
+# The demo run of each trained kind: (spiece_model, records, tmp_path) -> (the YAML in
+# experiments/configs, the --params_override for the bundled data). A new trained kind
+# needs one here: `demo_run` names the kind that has none.
+DEMO_RUNS = {"classifier": _classifier_run, "pretrained": _pretrained_run,
+             "tagger": _tagger_run, "squad": _squad_run, "race": _race_run}
+
+
+def pytest_generate_tests(metafunc):
+  """`trained_kind`: every registered task kind that is trained here (has an experiment)."""
+  if "trained_kind" in metafunc.fixturenames:
+    metafunc.parametrize("trained_kind", [kind.name for kind in task_kind.kinds()
+                                          if kind.experiment])
+
+
+@pytest.fixture
+def demo_run(trained_kind, spiece_model, pretraining_records, tmp_path):
+  """(experiment, YAML file name, --params_override) of `trained_kind`'s demo-size run."""
+  assert trained_kind in DEMO_RUNS, (
+      f"task kind {trained_kind!r} has no demo run: add one to tests/conftest.py DEMO_RUNS")
+  config_file, override = DEMO_RUNS[trained_kind](spiece_model, pretraining_records[0],
+                                                  tmp_path)
+  return task_kind.get(trained_kind).experiment, config_file, override

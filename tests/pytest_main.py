@@ -1,8 +1,8 @@
 """Bazel's main for the tests: runs pytest on one test file, exits with pytest's code.
 
-tests/BUILD makes two py_test targets per tests/test_*.py:
-  test_X       pytest_main.py --select=fast tests/test_X.py   (pytest -m "not slow")
-  test_X_slow  pytest_main.py --select=slow tests/test_X.py   (pytest -m slow; tag "slow")
+tests/BUILD makes two py_test targets per tests/<package>/test_*.py:
+  P/test_X       pytest_main.py --select=fast tests/P/test_X.py   (pytest -m "not slow")
+  P/test_X_slow  pytest_main.py --select=slow tests/P/test_X.py   (pytest -m slow; "slow")
 so `bazel test //...` runs every test of `make test` and `--test_tag_filters=-slow` those of
 `make test-fast`. Usage: pytest_main.py [--select=fast|slow] FILE [PYTEST ARGS...]. With
 --select a file whose tests the filter deselects entirely passes (pytest's exit code 5,

@@ -23,7 +23,7 @@ padded lengths (mean over calls) and the CPU and date. PyTorch runs with the thr
 busy machine its OpenMP threads can lose 10x and more at all cores (their barriers wait
 on descheduled threads), and HF should be compared at its best. Run it on a quiet machine.
 
-The SentencePiece model is the released one (tests/data/released_spiece, 32,000 pieces)
+The SentencePiece model is the released one (tests/fixtures/released_spiece, 32,000 pieces)
 when present, else one trained on the bundled corpus (or the one given).
 """
 
@@ -55,7 +55,7 @@ from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 
 # The checkout (tests/data holds the released SentencePiece model).
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RELEASED_SPIECE = os.path.join(_ROOT, "tests", "data", "released_spiece", "spiece.model")
+RELEASED_SPIECE = os.path.join(_ROOT, "tests", "fixtures", "released_spiece", "spiece.model")
 
 SYSTEMS = ("fixed", "bucketed", "hf")
 

@@ -1,7 +1,7 @@
 """TFRecord files of `tf.train.Example`s of int64 features, written without TensorFlow.
 
 The bytes are exactly those of `tf.train.Example(...).SerializeToString(deterministic=True)`
-written by `tf.io.TFRecordWriter` (tests/test_pretraining_data.py checks both on real
+written by `tf.io.TFRecordWriter` (tests/data_prep/test_pretraining_data.py checks both on real
 rows), so `tf.data.TFRecordDataset` and `tf.io.parse_example` read them as usual:
 
   - the messages are built by the protobuf runtime TensorFlow itself uses, from the schema

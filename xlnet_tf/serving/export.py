@@ -11,7 +11,7 @@ on the left only to its bucket: the smallest of 16, 24, 32, 48, 64, 96, ..., T t
 the batch's longest row (`text_encoder.bucket_lengths`), so a batch of short reviews costs
 what short reviews cost, not what T does. With left padding and relative positions the
 outputs do not depend on the amount of padding (the "last", "mean" and "attn" summaries
-read real tokens only), so they equal the fixed-length export's (tests/test_bucketing.py:
+read real tokens only), so they equal the fixed-length export's (tests/serving/test_bucketing.py:
 within 1e-5 on every held-out movie review). `bucketed=False` (`experiments/
 export_saved_model.py --fixed_length`) exports the fixed-length behaviour, padding every
 request to T; models whose summary reads padding ("first", "mean_with_padding") are

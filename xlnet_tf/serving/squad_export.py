@@ -24,7 +24,7 @@ T - 1), and each batch is padded only to the window it needs: the smallest of 16
 48, 64, 96, ..., max_seq_length that holds its longest window (`text_encoder.
 bucket_lengths`; at least the head's top-k). The real tokens keep their positions,
 padding is masked as a key and is no answer boundary (p_mask), so the answers, starts and
-scores equal a fixed-length export's (tests/test_bucketing.py); `SquadServing(...,
+scores equal a fixed-length export's (tests/serving/test_bucketing.py); `SquadServing(...,
 bucketed=False)` / `export_squad(..., bucketed=False)` pads to max_seq_length as before.
 
 Decoding is `squad_postprocess.decode` for one window: the best of the start_n_top x

@@ -19,7 +19,7 @@ the classification layout `pieces <sep> <cls>`, padded on the left
 24, 32, 48, 64, 96, ..., max_seq_length that holds its longest row
 (`text_encoder.bucket_lengths`; truncation still at max_seq_length). With left padding and
 relative positions a word's logits do not depend on the amount of padding, so the tags
-and probabilities equal the fixed-length export's (tests/test_bucketing.py: every held-out
+and probabilities equal the fixed-length export's (tests/serving/test_bucketing.py: every held-out
 Brown sentence, within 1e-5); `export_tagger(..., bucketed=False)` pads every batch to
 max_seq_length as before. Serving needs only TensorFlow and tensorflow-text:
 

@@ -61,7 +61,7 @@ Known, inherent differences from the Python path (Unicode versions, not logic):
     in Unicode 14 are not lower-cased (see step 4).
   * The character classes are taken from the Python that builds the graph; a SavedModel
     keeps the classes of the Python that exported it.
-  Over all single code points these are the only differences (tests/test_serving_text.py);
+  Over all single code points these are the only differences (tests/serving/test_serving_text.py);
   none of these characters occurs in the bundled corpora.
 
 Segmentation. SentencePiece picks the best-scoring segmentation, and equal scores are common
@@ -85,7 +85,7 @@ So the fast tokenizer segments; the regular one supplies piece <-> id lookups, t
 SentencePiece normalisation of texts with unknown pieces, and the text of unknown pieces.
 With both fixes the graph equals the Python path on every line of the bundled corpora and
 on every line of the synthetic stress tests (numbers, user-defined symbols, unknown
-multi-byte characters, NUL; see tests/test_serving_text.py). Models with byte fallback are
+multi-byte characters, NUL; see tests/serving/test_serving_text.py). Models with byte fallback are
 not supported (`FastSentencepieceTokenizer` rejects BYTE pieces).
 
 Encoding (`XLNetTextEncoder.tokenize`): SentencePiece pieces of the normalised text, then the

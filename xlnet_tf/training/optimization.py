@@ -22,7 +22,7 @@ Weight decay (decoupled, lr * weight_decay * w) applies to every kernel and embe
 to the relative biases r_w_bias, r_r_bias, r_s_bias; never to LayerNorm gains/offsets or to
 Dense and LM biases: the released include/exclude patterns, matched against our variable
 names, which are the released names without the leading "model/" (so the same variables are
-decayed; see tests/test_optimization.py). (A plain "bias" exclusion would also drop the
+decayed; see tests/training/test_optimization.py). (A plain "bias" exclusion would also drop the
 relative biases, as Model Garden's XLNet does by accident; they are included by name
 first.) Gradients are clipped by global norm by the training loop, after the
 cross-replica sum, so the optimizer's own clipping is off.

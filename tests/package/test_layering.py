@@ -1,0 +1,140 @@
+"""The stack's direction: serving and the model directory import no training or task
+code (a SavedModel export and a model directory are read without the trainer), and every
+contract has one home."""
+
+import ast
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _loaded_modules(*modules):
+  code = ("import sys\n" + "".join(f"import {m}\n" for m in modules) +
+          "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('xlnet_tf'))))")
+  done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                        text=True, check=True)
+  return done.stdout.split()
+
+
+def test_serving_and_the_model_directory_import_no_training_code():
+  loaded = _loaded_modules("xlnet_tf.serving.export", "xlnet_tf.serving.squad_export",
+                           "xlnet_tf.serving.race_export", "xlnet_tf.serving.tagger_export",
+                           "xlnet_tf.serving.encoder_export", "xlnet_tf.model_directory")
+  assert "xlnet_tf.serving.export" in loaded and "xlnet_tf.model_directory" in loaded
+  above = [m for m in loaded if m.startswith(("xlnet_tf.training", "xlnet_tf.tasks"))]
+  assert not above, above
+
+
+def test_serving_and_the_model_directory_import_no_training_code_inside_functions_either():
+  """Not at call time either: no import of xlnet_tf.training or xlnet_tf.tasks anywhere in
+  their code (an import inside a function would load the trainer when a model directory
+  is read or a SavedModel written)."""
+  paths = [os.path.join(ROOT, "xlnet_tf", "model_directory.py")] + [
+      os.path.join(ROOT, "xlnet_tf", "serving", name)
+      for name in sorted(os.listdir(os.path.join(ROOT, "xlnet_tf", "serving")))
+      if name.endswith(".py")]
+  above = [(os.path.relpath(path, ROOT), name) for path in paths
+           for name, _ in _imports(path)
+           if name.startswith(("xlnet_tf.training", "xlnet_tf.tasks"))]
+  assert len(paths) > 5 and not above, above
+
+
+def test_every_spec_file_is_named_once():
+  """Each spec file's name is spelled once, in its spec class (its FILE, read by every
+  other module through the class or the task kinds), and model.ckpt once, in
+  model_directory.py."""
+  homes = {'"classifier.json"': "xlnet_tf/models/xlnet_classifier.py",
+           '"squad.json"': "xlnet_tf/models/xlnet_squad.py",
+           '"race.json"': "xlnet_tf/models/xlnet_multiple_choice.py",
+           '"tagger.json"': "xlnet_tf/models/xlnet_tagger.py",
+           '"qa_simple.json"': "xlnet_tf/models/xlnet_simple_qa.py",
+           '"model.ckpt"': "xlnet_tf/model_directory.py"}
+  spelled = {}
+  for base, _, files in os.walk(os.path.join(ROOT, "xlnet_tf")):
+    for name in files:
+      if name.endswith(".py"):
+        path = os.path.join(base, name)
+        text = open(path, encoding="utf-8").read()
+        for spec in homes:
+          if spec in text:
+            spelled.setdefault(spec, []).append(os.path.relpath(path, ROOT))
+  assert spelled == {spec: [home] for spec, home in homes.items()}
+
+
+# ---- the top of the stack: pipelines, benchmarks, applications (what experiments/ calls) ----
+
+_TOP = ("xlnet_tf.pipelines", "xlnet_tf.benchmarks", "xlnet_tf.applications")
+
+
+def _imports(path):
+  """[(imported module, at module level)] of a Python file (absolute imports)."""
+  tree = ast.parse(open(path, encoding="utf-8").read())
+  in_functions = {id(node) for fn in ast.walk(tree)
+                  if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  for node in ast.walk(fn)}
+  found = []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.level == 0:
+      names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    else:
+      continue
+    found += [(name, id(node) not in in_functions) for name in names]
+  return found
+
+
+def _package_modules():
+  for base, _, files in os.walk(os.path.join(ROOT, "xlnet_tf")):
+    for name in sorted(files):
+      if name.endswith(".py"):
+        path = os.path.join(base, name)
+        module = os.path.relpath(path, ROOT)[:-len(".py")].replace(os.sep, ".")
+        yield module.removesuffix(".__init__"), path
+
+
+def test_the_library_imports_no_entry_point_and_nothing_above_it():
+  """xlnet_tf never imports experiments/; below the top nothing imports the top; the
+  pipelines import neither benchmarks nor applications (benchmarks may use pipelines)."""
+  wrong = []
+  for module, path in _package_modules():
+    for name, _ in _imports(path):
+      above = [top for top in _TOP if name == top or name.startswith(top + ".")]
+      if name == "experiments" or name.startswith("experiments."):
+        wrong.append((module, name))
+      elif not module.startswith(_TOP) and above:
+        wrong.append((module, name))
+      elif module.startswith("xlnet_tf.pipelines") and above and \
+          above[0] != "xlnet_tf.pipelines":
+        wrong.append((module, name))
+  assert not wrong, wrong
+
+
+def test_the_top_imports_the_library_at_module_level():
+  """The modules moved out of experiments/ import xlnet_tf at module level (one place to
+  see what each uses)."""
+  inside = [(module, name) for module, path in _package_modules() if module.startswith(_TOP)
+            for name, module_level in _imports(path)
+            if not module_level and name.startswith("xlnet_tf")]
+  assert not inside, inside
+
+
+def test_the_top_and_the_flag_translation_define_no_flags():
+  """Importing them defines no absl flag (two entry points' modules imported into one
+  process, by a test or a library user, cannot clash)."""
+  modules = [m for m, _ in _package_modules() if m.startswith(_TOP)]
+  if importlib.util.find_spec("torch") is None:          # the [huggingface] extra's modules
+    modules = [m for m in modules if not m.startswith("xlnet_tf.benchmarks.hf_")]
+  modules.append("xlnet_tf.tasks.released_flags")
+  code = ("import json\nfrom absl import flags\n" + "".join(f"import {m}\n" for m in modules)
+          + "F = flags.FLAGS\nprint(json.dumps(sorted({F.find_module_defining_flag(n) or '' "
+          "for n in F})))")
+  done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                        text=True, check=True, timeout=600)
+  definers = [m for m in json.loads(done.stdout.strip().splitlines()[-1])
+              if m.startswith(("xlnet_tf", "experiments"))]
+  assert not definers, definers
