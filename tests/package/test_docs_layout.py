@@ -11,7 +11,8 @@ ARCHITECTURE = os.path.join(ROOT, "docs", "architecture.md")
 def listed_paths(text):
   block = re.search(r"```layout\n(.*?)```", text, re.S)
   assert block, f"{ARCHITECTURE}: no ```layout block"
-  return [line.split()[0] for line in block.group(1).splitlines() if line.strip()]
+  return [line.split()[0] for line in block.group(1).splitlines()
+          if line.strip() and not line[0].isspace()]      # indented: a description goes on
 
 
 def unlisted_modules(listed, root):
