@@ -3,17 +3,8 @@ values) vs HuggingFace's `XLNetLMHeadModel.generate` (its default memory, `use_m
 same weights, same prompt, in one run (python -m experiments.benchmark_generation; needs
 torch and transformers).
 
-The weights are HF's random initialisation (`XLNetLMHeadModel(config)`), saved with HF's
-`save_pretrained` and converted with `xlnet_tf.convert`. The prompt is P random ids; both
-generate N tokens with no stop id. A token's latency is the time from the previous token
-to it (ours: a `callback` after each step; HF: a stopping criterion, called after each
-step); the first token includes the prompt's forward pass and is reported on its own. For
-the first, middle and last tenth of the other tokens the median latency is printed, with
-HF / ours, and "last / first" per implementation: 1.0 is a per-token cost that stays flat
-as the output grows. `recompute` adds ours with `use_mems=False` (the whole sequence at
-every step, as HF's `use_mems=False`), whose cost grows with the output. On a machine
-shared with other work, one thread keeps torch's thread pool from stalling (its
-latencies then jump by 10x and more with two threads).
+The method, the settings and what the figures mean are the command's
+(`experiments/benchmark_generation.py`, its --help); this module holds the code it runs.
 """
 
 import os

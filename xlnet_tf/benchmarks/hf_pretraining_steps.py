@@ -2,23 +2,8 @@ r"""Our pretraining and HuggingFace's XLNetLMHeadModel stepped side by side on t
 (python -m experiments.hf_pretraining_steps; needs torch and transformers, the
 [huggingface] extra).
 
-Tells the code from the recipe (issue 28): if HuggingFace's model, trained by the released
-optimizer, follows our curve, a plateau of the curve is the recipe's, not our code's. One
-initial model (ours, from --seed, written with `save_pretrained` and exported with
-`xlnet_tf.convert.to_huggingface`) is trained twice on the same batches of --train_data
-(`pretrain_dataset` with --seed): by ours (`train_lib.pretrain`, the optimizer of
-`optimization.build_optimizer`: what a user's run executes) and by HuggingFace's in PyTorch
-(`xlnet_tf.benchmarks.hf_training`: the training-parity tests' optimizer, the released
-get_train_op in torch). Both: --steps updates of a schedule of --train_steps (warmup,
-linear decay to 0.001 x lr), weight decay 0.01, Adam epsilon 1e-6, clipping at 1.0,
-dropout 0, Transformer-XL memory of --mem_len carried from step to step. Adam's bias
-correction follows --adam_bias_correction on both sides (released: none with weight decay,
-as the released AdamWeightDecayOptimizer; always: corrected).
-
-Prints step, our loss, HF's loss and their difference every --print_every steps, then the
-mean |difference| and the final losses; writes both curves and the timings to --output
-(JSON, temporary name then rename). The model size flags default to the issue's small
-model (2 layers x 128, 2 heads x 64, d_inner 256); the vocabulary is the records'.
+The method, the settings and what the figures mean are the command's
+(`experiments/hf_pretraining_steps.py`, its --help); this module holds the code it runs.
 """
 
 import dataclasses

@@ -1,55 +1,9 @@
 r"""What a pretraining run has learned, checkpoint by checkpoint (issue 28; python -m
 experiments.pretraining_diagnostics, which calls `diagnose` and prints `tables`).
 
---model_dir is the model directory of a permutation-LM pretraining run of the driver
-(`python -m experiments.train --experiment=xlnet/pretraining`): its run_settings.json gives
-the model, its ckpt-<step> checkpoints the weights (all, or the steps --checkpoints names).
---records are held-out records and --train_records training records, both of the run's
-layout (seq_len, reuse_len, bi_data, casing, SentencePiece model). Every checkpoint is
-measured in eval mode (no dropout) on the same first --num_batches batches of --records,
-read in order with the memory carried from row to row as in evaluation
-(`PretrainingTask.evaluate`: zeros for the first batch and where a stream starts).
-
-Measures (markdown tables printed; every number in the --output JSON):
-
-loss        the held-out PLM loss (mean target cross-entropy, nats). A target is "span"
-            when the position before or after it is also a target of its row (it lies in
-            a run of two or more adjacent targets: a sampled span of n >= 2 tokens), else
-            "single" (a span of one token, or a single position added to reach
-            num_predict). With the released sampling (data_prep/sampling.py) two spans
-            never touch, so the split is exact except where an added single position
-            falls next to a span (counted "span") or a span crossed <sep>/<cls> (never
-            targets: its parts count by their own length).
-context_free the same targets' loss when every query-stream output of a batch is replaced
-            by their mean over the batch's targets: equal to `loss` when the context
-            changes nothing in the prediction.
-unigram     the cross-entropy of the targets under their own frequencies (over all the
-            batches' targets): `unigram` of all targets is their unigram entropy, the best
-            any context-free predictor fitted to these targets can do (in-sample: below
-            what a unigram model reaches on unseen targets when targets are few for the
-            vocabulary). `unigram_text`: their cross-entropy under the add-one smoothed
-            token frequencies of every position of the held-out batches (far more tokens;
-            rows overlap by reuse_len and bi_data repeats them reversed).
-attention   per stream, layer and head, the mean over query rows (content: every
-            position; query: every target) of: entropy (nats) of the attention
-            probabilities; entropy / ln(visible keys) (1 = uniform over what the row may
-            see; rows that see one key left out); the mass on <sep> keys, on <cls> keys;
-            the mass on the row's own token ("self": content stream only, the query
-            stream may not see its own token) and on the tokens just before and after it
-            in the row ("neighbours", both streams: a target's left and right words).
-            Keys are [memory; row]; the memory keys' tokens are tracked, zeros (no token)
-            at a stream's start.
-gradients   per group of weights: the norm of the gradient of the training loss (mean
-            target cross-entropy over the first --grad_batches batches of --train_records,
-            eval mode, memory carried as above; before clipping) and the weights' RMS.
-            Groups: word_embedding (input and tied output), mask_emb, per layer attention
-            (q, k, v, r, o), attention_layer_norm, feed_forward, feed_forward_layer_norm,
-            relative_biases (r_w, r_r, r_s biases and seg_embed of that layer), lm_bias.
-embedding   the tied embedding's top singular direction: its share of the energy
-            (s1^2 / sum s^2); |Pearson r| between the rows' projection on it and log
-            frequency (token counts over every position of the held-out batches, tokens
-            seen at least once; the sign of a singular vector is arbitrary); r between the
-            LM bias and log frequency.
+The method, the settings and what the figures mean are the command's
+(`experiments/pretraining_diagnostics.py`, its --help); this module holds the code it
+runs.
 """
 
 import json

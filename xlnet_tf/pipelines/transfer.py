@@ -1,25 +1,8 @@
 """Does a pretrained start fine-tune at least as well as random weights? (issue 28; python -m
 experiments.transfer)
 
-One pretraining (seed 0) per recipe on the corpus, then fine-tuning on the bundled
-movie-review sentiment task at every learning rate and seed, from each pretrained model
-and from random weights (the same random-init runs for every recipe; everything else
-equal). The stages are the demo's (xlnet_tf.pipelines.demo).
-
-  corpus    sotu: the State of the Union speeches (out of domain), 12 of them held out;
-            reviews: the demo's shuffled train-split review sentences (in domain)
-  recipes   small: Adam with bias correction (the small-model recipe, docs/small-models.md);
-            released: as released (no correction with weight decay)
-
-A run is "collapsed" when its last fine-tuning loss is >= 0.98 ln 2 (it learnt nothing
-beyond the class prior) or its held-out accuracy is within 1 point of the majority class.
-The issue's requirement per recipe and learning rate: pretrained >= random init - 1 point
-(means over seeds) and no pretrained run collapsed.
-
-`transfer` writes WORK_DIR/results.md (held-out loss against the unigram entropy per
-recipe when the corpus holds text out; held-out accuracy, dev + test, mean [min, max] over
-seeds per learning rate) and results.json (every run). Finished stages are reused (their
-stage.json), so an interrupted run continues where it stopped.
+The method, the settings and what the figures mean are the command's
+(`experiments/transfer.py`, its --help); this module holds the code it runs.
 """
 
 import dataclasses
