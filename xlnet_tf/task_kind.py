@@ -10,8 +10,9 @@ directory loader, `convert` in both directions, the presets, the cards) and the 
 the record instead of keeping tables of their own.
 
 This module imports nothing of xlnet_tf: it is a leaf, so every layer may read it. The
-records are registered when `xlnet_tf.tasks` is imported (the console commands and the
-driver do); `get` names that module when a kind is missing.
+records are registered when `xlnet_tf.tasks.all_tasks` is imported (the console commands,
+the driver and `xlnet_tf.hub` do); asked before, every function here raises
+`NoKindsRegistered`, naming that module.
 
   >>> from xlnet_tf import task_kind
   >>> kind = task_kind.of_model_dir("runs/sst2/final")      # the spec file decides
@@ -103,8 +104,17 @@ def register(kind: TaskKind) -> TaskKind:
   return kind
 
 
+class NoKindsRegistered(LookupError):
+  """A consumer asked for the kinds before any task module registered them."""
+
+
 def kinds() -> List[TaskKind]:
-  """Every registered kind, "pretrained" first, then by name."""
+  """Every registered kind, "pretrained" first, then by name; `NoKindsRegistered` (saying
+  what to import) when no task module has registered its kind yet."""
+  if not _KINDS:
+    raise NoKindsRegistered("no task kinds are registered: import xlnet_tf.tasks.all_tasks "
+                            "first (its task modules register them; the command lines, the "
+                            "driver and xlnet_tf.hub do)")
   return sorted(_KINDS.values(), key=lambda k: (k.name != PRETRAINED, k.name))
 
 
@@ -113,12 +123,9 @@ def names() -> List[str]:
 
 
 def get(name: str) -> TaskKind:
-  """The kind called `name`; KeyError listing the kinds (or saying none is registered:
-  `import xlnet_tf.tasks` registers them)."""
+  """The kind called `name`; KeyError listing the kinds (`NoKindsRegistered` when none
+  is registered)."""
   if name not in _KINDS:
-    if not _KINDS:
-      raise KeyError(f"no task kinds are registered (looking for {name!r}): import "
-                     f"xlnet_tf.tasks first, its task modules register them")
     raise KeyError(f"unknown task kind {name!r}; the kinds are {names()}")
   return _KINDS[name]
 

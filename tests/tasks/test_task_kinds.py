@@ -132,3 +132,15 @@ def test_a_directory_with_two_spec_files_is_refused(tmp_path):
   (tmp_path / TaggerSpec.FILE).write_text("{}")
   with pytest.raises(ValueError, match="several kinds"):
     task_kind.of_model_dir(str(tmp_path))
+
+
+def test_a_consumer_asking_before_any_kind_is_registered_is_told_what_to_import():
+  registered = dict(task_kind._KINDS)                      # pylint: disable=protected-access
+  task_kind._KINDS.clear()                                 # pylint: disable=protected-access
+  try:
+    for ask in (task_kind.kinds, task_kind.spec_files, huggingface.architectures_in,
+                lambda: task_kind.get("classifier")):
+      with pytest.raises(task_kind.NoKindsRegistered, match="import xlnet_tf.tasks.all_tasks"):
+        ask()
+  finally:
+    task_kind._KINDS.update(registered)                    # pylint: disable=protected-access

@@ -43,6 +43,10 @@ and without a head into the pretrained layout. conversion.json says what was abs
 what was done about it. A checkpoint that has the pretraining variables converts to the
 pretrained layout (its task-head variables listed as left out) unless `task` names a head.
 
+From Python, the task kinds' records must be registered first (`import
+xlnet_tf.tasks.all_tasks`; the command line does it): every per-kind answer of a
+conversion comes from them (`xlnet_tf.task_kind`).
+
 OUT is checked before anything is read: it must not be, contain or lie inside SRC (symbolic
 links resolved), and it must be a writable directory location. An existing OUT is replaced
 only with `overwrite` and only if it is the output of a previous conversion (it has
