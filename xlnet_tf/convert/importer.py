@@ -11,14 +11,15 @@ conversion.json (what was read, what was left out, the parity figure) and README
 model card, `xlnet_tf.model_card`); `xlnet_tf.load_pretrained(OUT)` loads a pretrained one.
 
 A HuggingFace task model converts with its head (config.json's `architectures`, see
-`huggingface`) into the model directory of that task:
+`huggingface`) into the model directory of that task (read back with
+`model_directory.load(directory, <its kind's spec class>)`):
   XLNetForSequenceClassification  classifier.json (labels: id2label; regression for one
-                                  output), `model_directory.load_classifier`
-  XLNetForMultipleChoice          race.json, `model_directory.load_race`
-  XLNetForTokenClassification     tagger.json (tags: id2label), `model_directory.load_tagger`
-  XLNetForQuestionAnsweringSimple qa_simple.json, `model_directory.load_qa_simple`
+                                  output), `ClassifierSpec`
+  XLNetForMultipleChoice          race.json, `RaceSpec`
+  XLNetForTokenClassification     tagger.json (tags: id2label), `TaggerSpec`
+  XLNetForQuestionAnsweringSimple qa_simple.json, `SimpleQASpec`
   XLNetForQuestionAnswering       squad.json (answer_class_start "gold"),
-                                  `model_directory.load_squad`
+                                  `SquadSpec`
 XLNetModel and XLNetLMHeadModel (and --task pretrained) give the pretrained layout.
 tokenizer_config.json's do_lower_case and keep_accents (or --uncased/--keep_accents) are
 recorded in the spec (uncased, keep_accents), or for the pretrained layout in text.json
@@ -35,10 +36,10 @@ run_race.py; a model directory with model.ckpt-N.* and a `checkpoint` file, conf
 by `model_config_path`) hold the encoder without the pretraining-only `mask_emb` and
 `model/lm_loss/bias`, plus the task head. With `task` "auto" such a checkpoint converts
 with its head into the fine-tuned model directory of that task (see `task_heads`):
-  classifier  xlnet_config.json, classifier.json, model.ckpt (`model_directory.load_classifier`,
+  classifier  xlnet_config.json, classifier.json, model.ckpt (`ClassifierSpec`,
               experiments/export_saved_model.py)
   squad       xlnet_config.json, squad.json, model.ckpt (run_squad's MODEL_DIR/final)
-  race        xlnet_config.json, race.json, model.ckpt (`model_directory.load_race`)
+  race        xlnet_config.json, race.json, model.ckpt (`RaceSpec`)
 and without a head into the pretrained layout. conversion.json says what was absent and
 what was done about it. A checkpoint that has the pretraining variables converts to the
 pretrained layout (its task-head variables listed as left out) unless `task` names a head.

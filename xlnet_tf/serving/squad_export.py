@@ -195,7 +195,7 @@ def export_squad_dir(model_dir: str, export_dir: str,
 
 def export_qa_simple(model_dir: str, export_dir: str, max_answer_length: int = 64,
                      bucketed: bool = True) -> str:
-  """Exports a simple span QA model directory (`model_directory.load_qa_simple`, imported
+  """Exports a simple span QA model directory (`model_directory.load` with `SimpleQASpec`, imported
   from HuggingFace's XLNetForQuestionAnsweringSimple) with the signature above, v1.1 (no
   answer class, so no is_impossible): the best of its start_n_top x end_n_top spans,
   padded like `export_squad` (`bucketed`). Returns export_dir."""
