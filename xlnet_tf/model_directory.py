@@ -173,26 +173,32 @@ def _check_text_settings(values: Any, what: str) -> Dict[str, bool]:
   return {key: values[key] for key in TEXT_KEYS}
 
 
-def text_settings_file(directory: str) -> Optional[str]:
+def text_settings_file(directory: str,
+                       spec_files: Optional[Sequence[str]] = None) -> Optional[str]:
   """The file recording the text normalisation of a model directory (its spec file, else
   TEXT_FILE), or None when it records none (the default: cased, accents stripped)."""
-  for name in task_kind.spec_files() + (TEXT_FILE,):
+  if spec_files is None:
+    spec_files = task_kind.spec_files()
+  for name in tuple(spec_files) + (TEXT_FILE,):
     path = os.path.join(directory, name)
     if tf.io.gfile.exists(path):
       return path
   return None
 
 
-def read_text_settings(directory: str) -> Dict[str, bool]:
+def read_text_settings(directory: str,
+                       spec_files: Optional[Sequence[str]] = None) -> Dict[str, bool]:
   """The text normalisation of a model directory, {"uncased": bool, "keep_accents": bool}:
   a fine-tuned directory's spec file's (the registered kinds' spec files; a field it lacks
   is False), else TEXT_FILE's, else both False (cased, accents stripped, as released).
+  `spec_files`: the spec files that may hold them (default: the registered kinds';
+  () for a pretrained directory, which has none).
 
   Raises:
     ValueError: TEXT_FILE is not a JSON object of the two booleans, or a spec file's
       `uncased`/`keep_accents` is not a boolean (naming the file and the field).
   """
-  path = text_settings_file(directory)
+  path = text_settings_file(directory, spec_files)
   if path is None:
     return {"uncased": False, "keep_accents": False}
   if os.path.basename(path) == TEXT_FILE:

@@ -62,7 +62,7 @@ def export_encoder(model_dir: str, export_dir: str, max_seq_length: int = 128,
   stripped). Returns export_dir."""
   export_card.check_export_dir(export_dir)
   if lower is None or keep_accents is None:
-    settings = model_directory.read_text_settings(model_dir)
+    settings = model_directory.read_text_settings(model_dir, spec_files=())  # pretrained
     lower = settings["uncased"] if lower is None else lower
     keep_accents = settings["keep_accents"] if keep_accents is None else keep_accents
   spiece_model = os.path.join(model_dir, model_directory.SPIECE_FILE)
