@@ -52,12 +52,17 @@ def pretraining_records(spiece_model, tmp_path_factory):
 
 # ---- the tasks: one demo-size run per trained task kind, parametrized over the registry ------
 
-def _classifier_run(spiece_model, records, tmp_path):
-  del records, tmp_path
-  return "classification_demo.yaml", (
-      f"task.train_data.spiece_model={spiece_model},"
-      f"task.validation_data.spiece_model={spiece_model},"
-      "task.model.dropout=0.1,task.model.dropatt=0.1")
+def _finetuning_override(spiece_model):
+  """A fine-tuning demo on the bundled data: the tests' SentencePiece model, dropout on."""
+  return (f"task.train_data.spiece_model={spiece_model},"
+          f"task.validation_data.spiece_model={spiece_model},"
+          "task.model.dropout=0.1,task.model.dropatt=0.1")
+
+
+def _bundled_data_run(config_file):
+  """The run of a fine-tuning task whose demo reads the bundled data."""
+  return lambda spiece_model, records, tmp_path: (config_file,
+                                                  _finetuning_override(spiece_model))
 
 
 def _pretrained_run(spiece_model, records, tmp_path):
@@ -66,38 +71,20 @@ def _pretrained_run(spiece_model, records, tmp_path):
       f"task.train_data.input_path={records},task.validation_data.input_path={records}")
 
 
-def _tagger_run(spiece_model, records, tmp_path):
-  del records, tmp_path
-  return "tagging_demo.yaml", (
-      f"task.train_data.spiece_model={spiece_model},"
-      f"task.validation_data.spiece_model={spiece_model},"
-      "task.model.dropout=0.1,task.model.dropatt=0.1")
-
-
-def _squad_run(spiece_model, records, tmp_path):
-  del records, tmp_path
-  return "squad_demo.yaml", (
-      f"task.train_data.spiece_model={spiece_model},"
-      f"task.validation_data.spiece_model={spiece_model},"
-      "task.model.dropout=0.1,task.model.dropatt=0.1")
-
-
 def _race_run(spiece_model, records, tmp_path):
   del records
   import helpers  # pylint: disable=g-import-not-at-top
   data_dir = tmp_path / "race"
   helpers.write_race_sample(data_dir, splits=("train", "dev"))
-  return "race_demo.yaml", (
-      f"task.data_dir={data_dir},task.train_data.spiece_model={spiece_model},"
-      f"task.validation_data.spiece_model={spiece_model},"
-      "task.model.dropout=0.1,task.model.dropatt=0.1")
+  return "race_demo.yaml", f"task.data_dir={data_dir}," + _finetuning_override(spiece_model)
 
 
 # The demo run of each trained kind: (spiece_model, records, tmp_path) -> (the YAML in
 # experiments/configs, the --params_override for the bundled data). A new trained kind
 # needs one here: `demo_run` names the kind that has none.
-DEMO_RUNS = {"classifier": _classifier_run, "pretrained": _pretrained_run,
-             "tagger": _tagger_run, "squad": _squad_run, "race": _race_run}
+DEMO_RUNS = {"classifier": _bundled_data_run("classification_demo.yaml"),
+             "pretrained": _pretrained_run, "tagger": _bundled_data_run("tagging_demo.yaml"),
+             "squad": _bundled_data_run("squad_demo.yaml"), "race": _race_run}
 
 
 def pytest_generate_tests(metafunc):
