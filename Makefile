@@ -112,8 +112,12 @@ $(STAMP_BEAM): requirements.txt requirements-beam.txt requirements-test.txt | ch
 	    $$(grep -E '^pytest==' requirements-test.txt)
 	touch $(STAMP_BEAM)
 
+# The suite's conftest registers every task kind (tests/conftest.py), which imports the
+# serving code and so sentencepiece's model proto: in this venv that needs the protobuf
+# check off (requirements-beam.txt says why it is safe). The pipeline itself does not.
 test-beam: $(STAMP_BEAM)
-	$(VENV_BEAM)/bin/python -m pytest tests/data_prep/test_beam_pipeline.py $(PYTEST_ARGS)
+	TEMPORARILY_DISABLE_PROTOBUF_VERSION_CHECK=true \
+	    $(VENV_BEAM)/bin/python -m pytest tests/data_prep/test_beam_pipeline.py $(PYTEST_ARGS)
 
 # Bazel runs the tests with $(VENV)'s interpreter (third_party/bazel/venv_python.sh finds
 # .venv beside the checkout; another VENV is passed to the tests here).

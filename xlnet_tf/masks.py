@@ -2,7 +2,9 @@
 
 Convention (the original code's): a mask entry True (or 1) means the query may NOT attend
 to the key. Keys are always `[memory; current segment]`, so a mask over keys is
-[..., qlen, mlen + qlen]; memory columns are never masked.
+[..., qlen, mlen + qlen]; memory columns are masked only where a `memory_mask` says a
+memory position holds padding (reading a document segment by segment,
+`networks.document_reader`; the released code never masks memory).
 
 Shapes: B batch, T = qlen (current segment), M = mlen (memory), K = M + T keys.
 
@@ -50,7 +52,8 @@ def causal_mask(qlen, mlen, same_length: bool = False) -> tf.Tensor:
 
 def query_attention_mask(qlen, mlen, input_mask: Optional[tf.Tensor] = None,
                          perm_mask: Optional[tf.Tensor] = None, causal: bool = False,
-                         same_length: bool = False) -> Optional[tf.Tensor]:
+                         same_length: bool = False,
+                         memory_mask: Optional[tf.Tensor] = None) -> Optional[tf.Tensor]:
   """The query-stream mask (the original `attn_mask`), or None.
 
   Bool, broadcastable to [B, T, K]: [B, 1, K] with padding only, [1, T, K] with the causal
@@ -62,6 +65,8 @@ def query_attention_mask(qlen, mlen, input_mask: Optional[tf.Tensor] = None,
     perm_mask: [B, T, T], nonzero where query i may not see token j.
     causal: attn_type "uni" (adds `causal_mask`).
     same_length: passed to `causal_mask`.
+    memory_mask: [B, M], nonzero where a memory position is padding (blocked for every
+      query); None: the memory is all visible, as released.
   Returns:
     None when nothing is masked (bidirectional, no padding, no permutation).
   """
@@ -72,7 +77,10 @@ def query_attention_mask(qlen, mlen, input_mask: Optional[tf.Tensor] = None,
     perm = _nonzero(perm_mask)                                      # [B, T, T]
     data = perm if data is None else (data | perm)
   if data is not None:
-    data = tf.pad(data, [[0, 0], [0, 0], [mlen, 0]])               # memory always visible
+    data = tf.pad(data, [[0, 0], [0, 0], [mlen, 0]])               # memory visible ...
+  if memory_mask is not None:                                      # ... but its padding
+    memory = tf.pad(_nonzero(memory_mask), [[0, 0], [0, qlen]])[:, None, :]   # [B, 1, K]
+    data = memory if data is None else (data | memory)
   if not causal:
     return data
   blocked = causal_mask(qlen, mlen, same_length)[None]              # [1, T, K]

@@ -239,7 +239,7 @@ def load(directory: str, spec_class, **build_options):
 
 # Spec fields added later, written only when they differ from their default (the default is
 # what a file without them means), so the spec files of existing models stay as they were.
-_OPTIONAL_FIELDS = {"summary_activation": None, "keep_accents": False}
+_OPTIONAL_FIELDS = {"summary_activation": None, "keep_accents": False, "mem_len": 0}
 
 
 def spec_values(spec) -> Dict[str, Any]:

@@ -45,6 +45,20 @@ def training_seed(seed: Optional[tf.Tensor]):
     _STATE.current = previous
 
 
+@contextlib.contextmanager
+def folded_seed(index):
+  """Within: the current `training_seed` folded with `index` (an int or scalar tensor), so
+  repeated forward passes of one step (the segments of a document) draw masks of their
+  own; outside `training_seed`, nothing changes."""
+  state = getattr(_STATE, "current", None)
+  if state is None:
+    yield
+    return
+  with training_seed(tf.random.experimental.stateless_fold_in(state["seed"],
+                                                             tf.cast(index, tf.int64))):
+    yield
+
+
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
 class StepDropout(tf_keras.layers.Dropout):
   """`tf_keras.layers.Dropout` with step-keyed masks under `training_seed`."""

@@ -3,6 +3,14 @@
   >>> model = build_classifier(config.replace(mem_len=0), num_classes=2)
   >>> model({"input_ids": ids, "segment_ids": seg, "input_mask": pad})["logits"]  # [B, 2]
 
+A document longer than one segment is read whole through the Transformer-XL memory when
+the inputs are [B, K, S] (K segments, `networks.document_reader`; the encoder then needs
+mem_len > 0): the summary reads the last segment, which ends with the layout's
+`<sep> <cls>`.
+
+  >>> model = build_classifier(config, num_classes=2, mem_len=128)
+  >>> model({"input_ids": ids, "segment_ids": seg, "input_mask": pad})   # each [B, K, S]
+
 Released fine-tuned checkpoints name the head `model/sequnece_summary/summary/{kernel,bias}`
 (the typo is theirs) and `model/classification_<task>/logit/{kernel,bias}` (or
 `regression_<task>`); `released_head_variables` maps those names to our variables.
@@ -20,6 +28,7 @@ from xlnet_tf.models.encoder_model import EncoderModel
 from xlnet_tf.layers.initializers import normal_initializer
 from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.layers.sequence_summary import SequenceSummary
+from xlnet_tf.networks.document_reader import read_document
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
 
 
@@ -28,17 +37,22 @@ class XLNetClassifier(EncoderModel):
   """Encoder (content stream) -> summary [B, D] -> logits float32 [B, C].
 
   Args:
-    encoder: an `XLNetEncoder` (memory off for fine-tuning: mem_len 0).
+    encoder: an `XLNetEncoder`: mem_len 0 for segments of one [B, T]; mem_len > 0
+      (reuse_len 0) to read documents [B, K, S] segment by segment.
     num_classes: C; 1 for regression (then also `score` [B] = logits[:, 0]).
     summary_type, use_proj: see `SequenceSummary`; dropout_rate: on the summary.
     summary_activation: the summary's activation (`SequenceSummary`'s `activation`; None:
       the released tanh on the projection, none without it).
+    bptt_segments: reading a document in training, the gradient flows through its last
+      `bptt_segments` segments (the earlier ones are read under stop-gradient).
+  Inputs: input_ids, segment_ids, input_mask, each [B, T] (one segment) or [B, K, S] (a
+    document: K segments of S pieces, the first left-padded).
   Returns from call: {"logits": [B, C]} (+ "score" [B] for regression).
   """
 
   def __init__(self, encoder: XLNetEncoder, num_classes: int, summary_type: str = "last",
                use_proj: bool = True, dropout_rate: float = 0.1, is_regression: bool = False,
-               summary_activation: Optional[str] = None, **kwargs):
+               summary_activation: Optional[str] = None, bptt_segments: int = 1, **kwargs):
     super().__init__(**kwargs)
     self.encoder = encoder
     self.num_classes = num_classes
@@ -47,6 +61,7 @@ class XLNetClassifier(EncoderModel):
     self.dropout_rate = dropout_rate
     self.is_regression = is_regression
     self.summary_activation = summary_activation
+    self.bptt_segments = bptt_segments
     c = encoder.config
     self.sequence_summary = SequenceSummary(
         summary_type, use_proj=use_proj, dropout_rate=dropout_rate, num_heads=c.n_head,
@@ -66,8 +81,13 @@ class XLNetClassifier(EncoderModel):
     self.built = True
 
   def call(self, inputs: Mapping[str, Any], training=None) -> Dict[str, tf.Tensor]:
-    content = self.encoder(inputs, training=training)["content"]          # [B, T, D]
-    summary = self.sequence_summary(content, inputs.get("input_mask"), training=training)
+    if inputs["input_ids"].shape.rank == 3:               # a document: [B, K, S]
+      read = read_document(self.encoder, inputs, self.bptt_segments, training=training)
+      content, padding = read["content"], read["input_mask"]             # [B, S, D], [B, S]
+    else:
+      content = self.encoder(inputs, training=training)["content"]        # [B, T, D]
+      padding = inputs.get("input_mask")
+    summary = self.sequence_summary(content, padding, training=training)
     logits = tf.cast(self.logit(summary), tf.float32)                     # [B, C]
     outputs = {"logits": logits}
     if self.is_regression:
@@ -79,7 +99,8 @@ class XLNetClassifier(EncoderModel):
             "num_classes": self.num_classes, "summary_type": self.summary_type,
             "use_proj": self.use_proj, "dropout_rate": self.dropout_rate,
             "is_regression": self.is_regression,
-            "summary_activation": self.summary_activation, "name": self.name}
+            "summary_activation": self.summary_activation,
+            "bptt_segments": self.bptt_segments, "name": self.name}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +121,10 @@ class ClassifierSpec:
   # projection (none without it); models imported from HuggingFace record theirs.
   summary_activation: Optional[str] = None
   keep_accents: bool = False            # the text keeps its accents (HF's keep_accents)
+  # 0: the model reads max_seq_length pieces (longer texts truncated, as released);
+  # > 0: it was fine-tuned on whole documents, read in segments of max_seq_length pieces
+  # through a memory of mem_len positions (`networks.document_reader`).
+  mem_len: int = 0
 
   @property
   def num_classes(self) -> int:
@@ -111,14 +136,21 @@ class ClassifierSpec:
     return cls(**values)
 
   def build_model(self, config: XLNetConfig, **kwargs) -> "XLNetClassifier":
-    """The classifier this spec describes (a fresh head); `kwargs` as `build_classifier`."""
+    """The classifier this spec describes (a fresh head); `kwargs` as `build_classifier`
+    (`mem_len` defaults to the spec's)."""
+    kwargs.setdefault("mem_len", self.mem_len)
     return build_classifier(config, self.num_classes, summary_type=self.summary_type,
                             use_proj=self.use_proj, is_regression=self.is_regression,
                             **{"summary_activation": self.summary_activation, **kwargs})
 
 
-def build_classifier(config: XLNetConfig, num_classes: int, **kwargs) -> XLNetClassifier:
-  """A classifier for `config` with every weight created (random)."""
+def build_classifier(config: XLNetConfig, num_classes: int, mem_len: Optional[int] = None,
+                     **kwargs) -> XLNetClassifier:
+  """A classifier for `config` with every weight created (random). `mem_len`: None keeps
+  the config's; n > 0 gives the encoder a memory of n positions (reuse_len 0) for reading
+  documents, 0 none."""
+  if mem_len is not None:
+    config = config.replace(mem_len=mem_len, reuse_len=0)
   model = XLNetClassifier(XLNetEncoder(config, name="transformer"), num_classes,
                           name="xlnet_classifier", **kwargs)
   model.build()

@@ -30,12 +30,15 @@ class XLNetEncoder(tf_keras.layers.Layer):
       padding row (optional; the query stream is computed only with it, only at targets).
     mems: list of n_layer tensors [B, M, D], the inputs of each layer for the previous
       segment (optional).
+    mems_mask: float [B, M], 1 where a memory position is padding (optional; without it
+      the whole memory is visible, as released).
   Returns a dict:
     content: [B, T, D] content stream after the last layer.
     query: [B, P, D] query stream at the targets (only with target_mapping).
     new_mems: list of n_layer [B, M', D]: each layer's input, the first reuse_len tokens
-      (all if reuse_len is 0) appended to mems, the last mem_len kept, no gradient.
-      Empty when mem_len is 0.
+      (all if reuse_len is 0) appended to mems, the last mem_len kept, no gradient
+      (with `memory_gradient=True`: with gradient, for backpropagation through
+      segments). Empty when mem_len is 0.
     attentions: with `output_attentions=True`, per layer the content stream's attention
       probabilities [B, N, T, K] (K = M + T, memory first), before attention dropout;
       with target_mapping also `query_attentions`, the query stream's [B, N, P, K].
@@ -88,7 +91,7 @@ class XLNetEncoder(tf_keras.layers.Layer):
     return normal_initializer(self.config.initializer_range)
 
   def call(self, inputs: Mapping[str, Any], training=None,
-           output_attentions: bool = False) -> Dict[str, Any]:
+           output_attentions: bool = False, memory_gradient: bool = False) -> Dict[str, Any]:
     c = self.config
     input_ids = inputs["input_ids"]                                    # [B, T]
     segment_ids = inputs.get("segment_ids")
@@ -105,7 +108,8 @@ class XLNetEncoder(tf_keras.layers.Layer):
     # Masks: True = may not attend. The content stream always sees itself.
     query_mask = masks.query_attention_mask(                   # broadcastable to [B, T, K]
         qlen, mlen, inputs.get("input_mask"), inputs.get("perm_mask"),
-        causal=c.attn_type == "uni", same_length=c.same_length)
+        causal=c.attn_type == "uni", same_length=c.same_length,
+        memory_mask=inputs.get("mems_mask") if mems is not None else None)
     content_mask = masks.content_attention_mask(query_mask, qlen, mlen)
     segments = (masks.segment_mismatch(segment_ids, mlen)              # [B, T, K]
                 if segment_ids is not None else None)
@@ -143,7 +147,7 @@ class XLNetEncoder(tf_keras.layers.Layer):
     for i, block in enumerate(self.blocks):
       memory = tf.cast(mems[i], content.dtype) if mems is not None else None
       if c.mem_len > 0:
-        new_mems.append(self._cache(content, memory))
+        new_mems.append(self._cache(content, memory, memory_gradient))
       content, query, *maps = block(
           content, query, memory=memory, position_encoding=position_encoding,
           r_w_bias=self.r_w_bias[i] if c.untie_r else self.r_w_bias,
@@ -166,13 +170,14 @@ class XLNetEncoder(tf_keras.layers.Layer):
         outputs["query_attentions"] = query_attentions               # [B, N, P, K]
     return outputs
 
-  def _cache(self, layer_input, memory):
-    """The memory for the next segment: [B, M', D], no gradient."""
+  def _cache(self, layer_input, memory, memory_gradient=False):
+    """The memory for the next segment: [B, M', D], no gradient unless `memory_gradient`."""
     c = self.config
     current = layer_input[:, :c.reuse_len] if c.reuse_len > 0 else layer_input
     if memory is not None:
       current = tf.concat([memory, current], axis=1)
-    return tf.stop_gradient(current[:, -c.mem_len:])
+    current = current[:, -c.mem_len:]
+    return current if memory_gradient else tf.stop_gradient(current)
 
   def get_config(self):
     config = super().get_config()
