@@ -25,11 +25,7 @@ def _command(experiment, config_file, override, model_dir):
           f"--params_override={override},{LOOP}", "--mode=train", f"--model_dir={model_dir}"]
 
 
-@pytest.mark.slow
-def test_killed_and_rerun_equals_uninterrupted(demo_run, tmp_path):
-  """For every trained task kind (`trained_kind`, from the registry; its run: conftest's
-  `demo_run`)."""
-  experiment, config_file, override = demo_run
+def _killed_and_rerun_equals_uninterrupted(experiment, config_file, override, tmp_path):
   whole = tmp_path / "whole"
   done = subprocess.run(_command(experiment, config_file, override, whole), cwd=ROOT,
                         capture_output=True, text=True, check=False)
@@ -49,3 +45,22 @@ def test_killed_and_rerun_equals_uninterrupted(demo_run, tmp_path):
   assert len(expected) == len(resumed) == STEPS
   np.testing.assert_allclose(resumed, expected, rtol=1e-6, atol=1e-6)
   assert os.path.isdir(split / "final")
+
+
+@pytest.mark.slow
+def test_killed_and_rerun_equals_uninterrupted(demo_run, tmp_path):
+  """For every trained task kind (`trained_kind`, from the registry; its run: conftest's
+  `demo_run`)."""
+  _killed_and_rerun_equals_uninterrupted(*demo_run, tmp_path)
+
+
+@pytest.mark.slow
+def test_killed_and_rerun_document_classifier_equals_uninterrupted(spiece_model, tmp_path):
+  """The classifier reading whole documents through the memory (task.mem_len > 0:
+  classification_long_demo.yaml, bucketed batches, dropout on, also inside the loop over
+  the segments read without gradient)."""
+  _killed_and_rerun_equals_uninterrupted(
+      "xlnet/classification", "classification_long_demo.yaml",
+      f"task.train_data.spiece_model={spiece_model},"
+      f"task.validation_data.spiece_model={spiece_model},"
+      "task.model.dropout=0.1,task.model.dropatt=0.1", tmp_path)

@@ -8,7 +8,14 @@ summarises the sequence, is always the last position. Too long inputs lose token
 end: A alone is cut to T - 2; a pair loses one token at a time from the end of the longer
 text (B when both are equally long) until len(A) + len(B) = T - 3. `classifier_layout` is
 this rule on token ids (the reference for in-graph implementations), `encode_example` adds
-text normalisation and SentencePiece.
+text normalisation and SentencePiece. `read_from="end"` keeps the END of a too long text A
+instead (A's last T - 2 pieces before `<sep> <cls>`; for a pair B is cut at its end to
+T - 3 pieces and A keeps the last pieces that fit): the other choice of the truncating
+classifier, for comparing with reading whole documents.
+
+Documents of any length (`cached_features(..., document=True)`) are laid out in segments of
+T by `document_features` and cached in its record format; `document_features.
+document_dataset` reads them.
 
   >>> sp = tokenization.load_spiece("spiece.model")
   >>> features = encode_example(sp, example, 128, label_list=task.labels)
@@ -37,6 +44,7 @@ import numpy as np
 import sentencepiece as spm
 import tensorflow as tf
 
+from xlnet_tf.data import document_features
 from xlnet_tf.data import feature_cache
 from xlnet_tf.data import layouts
 from xlnet_tf.data import tokenization
@@ -45,6 +53,7 @@ from xlnet_tf.data.feature_cache import read_cache_info  # pylint: disable=unuse
 
 FORMAT = "xlnet_tf.classifier.v1"
 NO_LABEL_ID = -1
+READ_FROM = ("start", "end")     # which end of a too long text a the truncating layout keeps
 
 
 # ---- the layout ------------------------------------------------------------------------------
@@ -65,7 +74,8 @@ def truncated_lengths(len_a: int, len_b: int, max_tokens: int) -> Tuple[int, int
 
 
 def classifier_layout(ids_a: Sequence[int], ids_b: Optional[Sequence[int]],
-                      max_seq_length: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      max_seq_length: int, read_from: str = "start"
+                      ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
   """The released classification layout of token ids (see the module docstring).
 
   Args:
@@ -73,9 +83,12 @@ def classifier_layout(ids_a: Sequence[int], ids_b: Optional[Sequence[int]],
     ids_b: token ids of the second text, or None for a single text. As released, a
       second text without tokens ([]) is no second text: `A <sep> <cls>`.
     max_seq_length: T, at least 3 with a non-empty ids_b, 2 without.
+    read_from: "start" (released) or "end": keep A's last pieces (module docstring).
   Returns:
     (input_ids int32 [T], segment_ids int32 [T], input_mask float32 [T]).
   """
+  if read_from not in READ_FROM:
+    raise ValueError(f"read_from must be one of {READ_FROM}, got {read_from!r}")
   if ids_b is not None and len(ids_b) == 0:
     ids_b = None
   reserved = 2 if ids_b is None else 3
@@ -83,6 +96,12 @@ def classifier_layout(ids_a: Sequence[int], ids_b: Optional[Sequence[int]],
     raise ValueError(f"max_seq_length {max_seq_length} leaves no room for the {reserved} "
                      f"special tokens of {'a pair' if ids_b is not None else 'a text'}; "
                      f"expected at least {reserved}")
+  if read_from == "end":               # a's end and the whole tail, in one segment
+    tail_ids, _ = document_features.layout_tail(ids_b, max_seq_length)
+    kept = max_seq_length - len(tail_ids)
+    ids_a = list(ids_a)[len(ids_a) - kept:] if len(ids_a) > kept else list(ids_a)
+    return tuple(array[0] for array in document_features.document_layout(
+        ids_a, ids_b, max_seq_length))
   ids_a = list(ids_a)
   if ids_b is None:
     ids_a = ids_a[:max_seq_length - reserved]
@@ -147,8 +166,10 @@ def encode_example(sp: spm.SentencePieceProcessor, example: InputExample,
           "label_id": label_id(example, label_list, is_regression)}
 
 
-def _encode_all(sp, examples, max_seq_length, label_list, is_regression, uncased):
-  """`encode_example` for many examples, SentencePiece run in batches (`encode_lines`)."""
+def _encode_all(sp, examples, max_seq_length, label_list, is_regression, uncased,
+                layout=classifier_layout):
+  """`encode_example` for many examples, SentencePiece run in batches (`encode_lines`);
+  `layout(ids_a, ids_b, max_seq_length)` lays out the ids."""
   def normalized(texts):
     return [tokenization.normalize_text(t, lower=uncased) for t in texts]
   ids_a = tokenization.encode_lines(sp, normalized(e.text_a for e in examples))
@@ -156,8 +177,7 @@ def _encode_all(sp, examples, max_seq_length, label_list, is_regression, uncased
   ids_b = dict(zip(pairs, tokenization.encode_lines(
       sp, normalized(examples[k].text_b for k in pairs)))) if pairs else {}
   for k, example in enumerate(examples):
-    input_ids, segment_ids, input_mask = classifier_layout(ids_a[k], ids_b.get(k),
-                                                           max_seq_length)
+    input_ids, segment_ids, input_mask = layout(ids_a[k], ids_b.get(k), max_seq_length)
     yield {"input_ids": input_ids, "segment_ids": segment_ids, "input_mask": input_mask,
            "label_id": label_id(example, label_list, is_regression)}
 
@@ -194,21 +214,30 @@ def serialize_features(features: Dict[str, Any], is_regression: bool) -> bytes:
 def cache_settings(examples: Sequence[InputExample], sp_model_path: str, max_seq_length: int,
                    *, label_list: Optional[Sequence[str]] = None, is_regression: bool = False,
                    uncased: bool = False, task: str = "", split: str = "",
-                   input_files: Iterable[str] = ()) -> Dict[str, Any]:
-  """Every setting the cached features depend on, and "key", the hash naming the cache."""
+                   input_files: Iterable[str] = (), document: bool = False,
+                   max_segments: int = 0, read_from: str = "start") -> Dict[str, Any]:
+  """Every setting the cached features depend on, and "key", the hash naming the cache.
+  The mode is part of them: documents (`document`, with `max_segments`) have their own
+  record format; `read_from` "end" is recorded (the released "start" adds nothing, so the
+  truncating caches keep their keys)."""
+  mode = ({"max_segments": int(max_segments)} if document else
+          {"read_from": read_from} if read_from != "start" else {})
   return feature_cache.cache_settings(
-      record_format=FORMAT, sp_model_path=sp_model_path, max_seq_length=max_seq_length,
+      record_format=document_features.FORMAT if document else FORMAT,
+      sp_model_path=sp_model_path, max_seq_length=max_seq_length,
       uncased=uncased, label_list=label_list, task=task, split=split,
       input_files=input_files, is_regression=bool(is_regression),
       examples_sha256=feature_cache.rows_sha256(
-          [e.guid, e.text_a, e.text_b, e.label] for e in examples))
+          [e.guid, e.text_a, e.text_b, e.label] for e in examples), **mode)
 
 
 def cached_features(examples: Sequence[InputExample], sp_model_path: str,
                     max_seq_length: int, *, label_list: Optional[Sequence[str]] = None,
                     is_regression: bool = False, uncased: bool = False, task: str = "",
                     split: str = "", input_files: Iterable[str] = (), cache_dir: str,
-                    sp: Optional[spm.SentencePieceProcessor] = None) -> str:
+                    sp: Optional[spm.SentencePieceProcessor] = None,
+                    document: bool = False, max_segments: int = 0,
+                    read_from: str = "start") -> str:
   """The path of a TFRecord file holding the features of `examples`, built if needed.
 
   Args:
@@ -220,26 +249,49 @@ def cached_features(examples: Sequence[InputExample], sp_model_path: str,
       sizes and modification times are part of the key.
     cache_dir: where cache files live (created if missing).
     sp: the already loaded model of `sp_model_path`, to skip loading it again.
+    document: whole documents in segments of max_seq_length
+      (`document_features.document_layout`, at most `max_segments` segments, 0: no cap),
+      read by `document_features.document_dataset`; False: the truncating layout
+      (`classifier_layout` with `read_from`), read by `classifier_dataset`.
   Returns:
-    `cache_dir/<task>-<split>-<max_seq_length>-<key[:16]>.tfrecord`; its sidecar
-    `<path>.json` holds the settings, the key and "num_examples".
+    `cache_dir/<task>-<split>[-documents|-end]-<max_seq_length>-<key[:16]>.tfrecord`; its
+    sidecar `<path>.json` holds the settings, the key and "num_examples".
   """
   if not is_regression and label_list is None:
     raise ValueError(f"cached_features({task!r}, {split!r}): classification needs "
                      f"label_list")
+  if read_from not in READ_FROM:
+    raise ValueError(f"cached_features: read_from must be one of {READ_FROM}, got "
+                     f"{read_from!r}")
+  if document and read_from != "start":
+    raise ValueError("cached_features: read_from applies to the truncating layout; a "
+                     "document is read whole (max_segments cuts its end)")
   examples = list(examples)
   settings = cache_settings(examples, sp_model_path, max_seq_length, label_list=label_list,
                             is_regression=is_regression, uncased=uncased, task=task,
-                            split=split, input_files=input_files)
+                            split=split, input_files=input_files, document=document,
+                            max_segments=max_segments, read_from=read_from)
+  if document:
+    serialize = document_features.serialize_document
+
+    def layout(ids_a, ids_b, length):
+      return document_features.document_layout(ids_a, ids_b, length, max_segments)
+  else:
+    serialize = serialize_features
+
+    def layout(ids_a, ids_b, length):
+      return classifier_layout(ids_a, ids_b, length, read_from)
 
   def records():
     model = sp if sp is not None else tokenization.load_spiece(sp_model_path)
-    return (serialize_features(features, is_regression) for features in _encode_all(
-        model, examples, max_seq_length, label_list, is_regression, uncased))
+    return (serialize(features, is_regression) for features in _encode_all(
+        model, examples, max_seq_length, label_list, is_regression, uncased, layout))
 
+  name = f"{task or 'examples'}-{split or 'all'}"
+  name += "-documents" if document else "-end" if read_from == "end" else ""
   path, built = feature_cache.build_cache(
-      settings, cache_dir=cache_dir, name=f"{task or 'examples'}-{split or 'all'}",
-      num_examples=len(examples), records=records)
+      settings, cache_dir=cache_dir, name=name, num_examples=len(examples),
+      records=records)
   if built:
     logging.info("wrote %d examples' features to %s", len(examples), path)
   return path

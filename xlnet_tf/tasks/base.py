@@ -310,6 +310,12 @@ class XLNetTask(base_task.Task):
           start_step * grad_accum_steps * replicas_per_pipeline)
     return dataset_fn
 
+  def run_settings_defaults(self) -> Dict[str, Any]:
+    """{flattened key of `train_run_settings`: value} of the settings a run directory
+    written before they existed ran with (`run_directory.settings_differences`): such a
+    directory resumes when they are at these values now."""
+    return {}
+
   def model_run_settings(self) -> Dict[str, Any]:
     """The part of `train_run_settings` that shapes the model (what `train_lib.evaluate`
     compares before reading a checkpoint)."""

@@ -33,6 +33,7 @@ import tf_keras
 from xlnet_tf import model_card
 from xlnet_tf.data import classifier_features
 from xlnet_tf.data import classifier_tasks
+from xlnet_tf.data import document_features
 from xlnet_tf.evaluation import classifier_metrics
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.serving import export as classifier_export
@@ -69,6 +70,16 @@ class ClassificationConfig(cfg.TaskConfig):
   labels, is_regression: for the "generic" task (None: its train split's labels).
   text_a_column, text_b_column, label_column: the generic reader's columns (None: its
     defaults).
+  mem_len: 0 reads max_seq_length pieces, truncating longer texts (the released
+    classifier, unchanged); n > 0 reads whole documents in segments of max_seq_length
+    through a Transformer-XL memory of n positions (`document_features`,
+    `networks.document_reader`).
+  bptt_segments: with mem_len > 0, the gradient flows through the last bptt_segments
+    segments of a document (the earlier ones are read without).
+  max_segments: with mem_len > 0, documents are cut at their end to this many segments
+    (0: no cap).
+  read_from: with mem_len 0, which end of a too long text the truncation keeps: "start"
+    (released) or "end" (text a's last pieces; for a pair, a alone is cut).
   """
   model: base.XLNetModelConfig = dataclasses.field(default_factory=base.XLNetModelConfig)
   task_name: str = "movie_reviews"
@@ -80,6 +91,10 @@ class ClassificationConfig(cfg.TaskConfig):
   text_a_column: Optional[str] = None
   text_b_column: Optional[str] = None
   label_column: Optional[str] = None
+  mem_len: int = 0
+  bptt_segments: int = 1
+  max_segments: int = 0
+  read_from: str = "start"
   train_data: ClassificationDataConfig = base.data_config("train", True, 8,
                                                           ClassificationDataConfig)
   validation_data: ClassificationDataConfig = base.data_config("dev", False, 64,
@@ -136,6 +151,36 @@ KIND = task_kind.register(task_kind.TaskKind(
     max_seq_length=128, experiment="xlnet/classification", loss=classifier_loss))
 
 
+def check_document_settings(params: ClassificationConfig) -> None:
+  """Raises ValueError, naming the field, for document settings that cannot be: mem_len
+  < 0, bptt_segments < 1, max_segments < 0, read_from not "start" / "end", and the
+  settings of one mode given to the other (bptt_segments, max_segments need mem_len > 0;
+  read_from "end" needs mem_len 0)."""
+  if params.mem_len < 0:
+    raise ValueError(f"task.mem_len must be >= 0 (0: read max_seq_length pieces, "
+                     f"truncating; n > 0: read whole documents through a memory of n), got "
+                     f"{params.mem_len}")
+  if params.bptt_segments < 1:
+    raise ValueError(f"task.bptt_segments must be >= 1, got {params.bptt_segments}")
+  if params.max_segments < 0:
+    raise ValueError(f"task.max_segments must be >= 0 (0: no cap), got "
+                     f"{params.max_segments}")
+  if params.read_from not in classifier_features.READ_FROM:
+    raise ValueError(f"task.read_from must be one of {classifier_features.READ_FROM}, got "
+                     f"{params.read_from!r}")
+  if params.mem_len == 0:
+    for name, default in (("bptt_segments", 1), ("max_segments", 0)):
+      if getattr(params, name) != default:
+        raise ValueError(f"task.{name}={getattr(params, name)} applies to whole documents "
+                         f"(task.mem_len > 0); with task.mem_len 0 a text is truncated to "
+                         f"task.max_seq_length pieces: leave task.{name} at {default}")
+  elif params.read_from != "start":
+    raise ValueError(f"task.read_from={params.read_from!r} chooses what the truncating "
+                     f"classifier (task.mem_len 0) keeps of a too long text; with "
+                     f"task.mem_len={params.mem_len} the whole document is read "
+                     f"(task.max_segments cuts its end): leave task.read_from at 'start'")
+
+
 @task_factory.register_task_cls(ClassificationConfig)
 class ClassificationTask(base.XLNetTask):
   """XLNet classification / regression: model, inputs, loss, metrics, evaluation."""
@@ -154,6 +199,7 @@ class ClassificationTask(base.XLNetTask):
     if params.max_seq_length < minimum:
       raise ValueError(f"task.max_seq_length must be >= {minimum} ({room}), got "
                        f"{params.max_seq_length}")
+    check_document_settings(params)
     is_regression = (self.task_spec.is_regression if params.is_regression is None
                      else bool(params.is_regression))
     self.spec = ClassifierSpec(
@@ -161,7 +207,7 @@ class ClassificationTask(base.XLNetTask):
         labels=None if is_regression else tuple(self.task_spec.labels),
         is_regression=is_regression, max_seq_length=params.max_seq_length,
         uncased=params.uncased, summary_type=params.model.summary_type,
-        use_proj=params.model.use_proj)
+        use_proj=params.model.use_proj, mem_len=params.mem_len)
     # validation_step's graph, traced once per model (and input signature)
     self._validation_steps = model_functions.ModelFunctions(
         lambda model, batch: self.validation_step(batch, model))
@@ -197,13 +243,38 @@ class ClassificationTask(base.XLNetTask):
   def spec_values(self) -> Dict[str, Any]:
     return dataclasses.asdict(self.spec)
 
+  @property
+  def reads_documents(self) -> bool:
+    """Whole documents in segments (task.mem_len > 0), not one truncated sequence."""
+    return self.spec.mem_len > 0
+
+  # Settings of the document mode (issue 30) a run directory written before them ran with.
+  DOCUMENT_DEFAULTS = {"mem_len": 0, "bptt_segments": 1, "max_segments": 0,
+                       "read_from": "start"}
+
+  def train_run_settings(self, data, strategy) -> Dict[str, Any]:
+    """`XLNetTask.train_run_settings` with, under "task", how documents are read in
+    training (bptt_segments, max_segments, read_from; mem_len is the spec's)."""
+    settings = super().train_run_settings(data, strategy)
+    params = self.task_config
+    settings["task"] = {**settings["task"], "bptt_segments": params.bptt_segments,
+                        "max_segments": params.max_segments, "read_from": params.read_from}
+    return settings
+
+  def run_settings_defaults(self) -> Dict[str, Any]:
+    return {f"task.{name}": value for name, value in self.DOCUMENT_DEFAULTS.items()}
+
   def export_options(self) -> Dict[str, Any]:
     return {"pair": self.task_spec.is_pair}
 
   # ---- Model Garden's Task interface ---------------------------------------------------
 
   def build_model(self) -> tf_keras.Model:
+    """The classifier; with task.mem_len > 0 its encoder has a memory of mem_len and it
+    reads [B, K, S] documents, the gradient through the last task.bptt_segments."""
     return build_classifier(self.xlnet_config(), self.spec.num_classes,
+                            mem_len=self.spec.mem_len,
+                            bptt_segments=self.task_config.bptt_segments,
                             summary_type=self.spec.summary_type, use_proj=self.spec.use_proj,
                             dropout_rate=self.task_config.model.dropout,
                             is_regression=self.spec.is_regression)
@@ -224,25 +295,35 @@ class ClassificationTask(base.XLNetTask):
         label_list=self.spec.labels, is_regression=self.spec.is_regression,
         uncased=self.spec.uncased, task=self.task_spec.name, split=data.split,
         input_files=self.task_spec.input_files(self.data_dir, data.split),
-        cache_dir=self.cache_dir(data))
+        cache_dir=self.cache_dir(data), document=self.reads_documents,
+        max_segments=self.task_config.max_segments, read_from=self.task_config.read_from)
+
+  def _dataset(self, path: str, batch_size: int, is_training: bool, **kwargs):
+    """The reader of the task's cached features: documents
+    (`document_features.document_dataset`) or truncated sequences
+    (`classifier_features.classifier_dataset`)."""
+    read = (document_features.document_dataset if self.reads_documents
+            else classifier_features.classifier_dataset)
+    return read(path, batch_size, is_training, max_seq_length=self.spec.max_seq_length,
+                is_regression=self.spec.is_regression, **kwargs)
 
   def build_inputs(self, params: ClassificationDataConfig,
                    input_context: Optional[tf.distribute.InputContext] = None,
                    path: Optional[str] = None) -> tf.data.Dataset:
     """Batches streamed from the cached features. For training: per-replica
     MICRO-batches (global_batch_size / replicas / grad_accum_steps), shuffled with the
-    data seed and repeated; otherwise one pass in order."""
-    return classifier_features.classifier_dataset(
+    data seed and repeated; otherwise one pass in order. With task.mem_len > 0 a batch
+    holds documents [B, K, S]: for training of one length bucket, each batch padded to
+    its longest document (`document_features.document_dataset`)."""
+    return self._dataset(
         path or self.features_path(params), self.replica_batch_size(params, input_context),
-        is_training=params.is_training,
-        seed=params.seed, max_seq_length=self.spec.max_seq_length,
-        is_regression=self.spec.is_regression, input_context=input_context,
+        params.is_training, seed=params.seed, input_context=input_context,
         shuffle_buffer_size=params.shuffle_buffer_size,
         drop_remainder=params.drop_remainder if params.is_training else False)
 
   def reference_loss(self, data: ClassificationDataConfig) -> Dict[str, Any]:
     """`collapse.reference_loss` of the training labels in the cached features."""
-    labels = [batch["label_id"].numpy() for batch in classifier_features.classifier_dataset(
+    labels = [batch["label_id"].numpy() for batch in self._dataset(
         self.features_path(data), 1024, is_training=False)]
     return collapse.reference_loss(np.concatenate(labels), self.spec.is_regression)
 

@@ -340,7 +340,8 @@ def train(task: base.XLNetTask, params, model_dir: str, stop_at_step=None,
                       f"{type(task).__name__} has no reference loss")
   write_dir = loop.writing_dir(strategy, model_dir)
   chief = write_dir == model_dir
-  lock = (loop.open_run(config, options, task.RUN_PURPOSE, run_settings)  # before building
+  lock = (loop.open_run(config, options, task.RUN_PURPOSE, run_settings,   # before building
+                        settings_defaults=task.run_settings_defaults())
           if chief else None)
   try:
     if chief:

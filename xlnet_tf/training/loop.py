@@ -149,17 +149,19 @@ def writing_dir(strategy: tf.distribute.Strategy, model_dir: str) -> str:
 
 
 def open_run(config: XLNetConfig, options: RunOptions, purpose: str,
-             run_settings: Optional[Dict[str, Any]] = None):
+             run_settings: Optional[Dict[str, Any]] = None,
+             settings_defaults: Optional[Dict[str, Any]] = None):
   """Checks, locks and claims `options.model_dir` (`run_directory.open_run`) for a run of
   `purpose` ("fine-tuning", "pretraining") defined by the config, the options and
   `run_settings` (task, data, batch size, replicas); returns the lock. Call it before
-  building anything."""
+  building anything. `settings_defaults` ({flattened key: value}, with the options'
+  `RunOptions.recorded_defaults`) are what a directory not recording a setting ran with."""
   return run_directory.open_run(
       options.model_dir, purpose,
       {"config": config.to_dict(), "options": options.run_settings(), **(run_settings or {})},
       has_results=lambda: (tf.train.latest_checkpoint(options.model_dir)
                            or collapse.has_restarted(options.model_dir)),
-      defaults=RunOptions.recorded_defaults())
+      defaults={**RunOptions.recorded_defaults(), **(settings_defaults or {})})
 
 
 def build_model_and_optimizer(strategy, options: RunOptions,
