@@ -236,6 +236,7 @@ def test_regression_of_speeches_trains_in_bfloat16_with_accumulation(spiece_mode
                    "task.optimization.precision=bfloat16")
   out = driver.run(params, "train_and_eval", str(tmp_path / "run"))
   assert out["train"]["step"] == 4 and np.all(np.isfinite(out["train"]["losses"]))
+  assert tf_keras.mixed_precision.global_policy().name == "mixed_bfloat16"
   assert out["eval"]["num_examples"] == 8
   task = task_factory.get_task(params.task)
   assert task.spec.is_regression and task.METRIC in out["eval"]
