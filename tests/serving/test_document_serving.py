@@ -28,6 +28,7 @@ from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.networks.document_reader import read_document
 from xlnet_tf.serving import encoder_export
+from xlnet_tf.serving import export_card
 from xlnet_tf.serving.export import ClassifierServing
 from xlnet_tf.serving.export import export_classifier
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
@@ -146,3 +147,111 @@ def test_document_inputs_follow_the_layout_on_real_text(text_encoder, sp):
   assert fn(tf.constant([speech]))["input_ids"].shape[1:] == (
       expected_document(_python_ids(sp, [speech]), None, SEQ)["input_ids"].shape[1], SEQ)
   assert fn(tf.constant(short[:1]))["input_ids"].shape[1:] == (1, 16)
+
+
+# ---- the classifier export reads whole texts -----------------------------------------------
+
+def _python_document(sp, texts_a, segment_length, texts_b=None):
+  """The numpy document layout of the Python tokenizer's ids, as model inputs."""
+  ids_b = None if texts_b is None else _python_ids(sp, texts_b)
+  return {k: tf.constant(v) for k, v in
+          expected_document(_python_ids(sp, texts_a), ids_b, segment_length).items()}
+
+
+def _three_segments(sp, text, segment_length=SEQ):
+  """The longest prefix of `text` (whole words) whose document takes 3 segments.
+
+  With n_layer 2 and a memory of one segment, what the last segment reads reaches back 2
+  segments (each layer's memory holds the previous segment's input of that layer, so a
+  piece's influence moves one segment per layer: Transformer-XL's receptive field
+  n_layer x mem_len): the first segment of a 3-segment document is the farthest the tests'
+  tiny models can see, and a change there must show in the outputs."""
+  words, best = text.split(" "), ""
+  for n in range(1, len(words) + 1):
+    prefix = " ".join(words[:n])
+    if len(_python_ids(sp, [prefix])[0]) + 2 > 3 * segment_length:
+      break
+    best = prefix
+  assert len(_python_ids(sp, [best])[0]) + 2 > 2 * segment_length + 8
+  return best
+
+
+def _changed_opening(text):
+  """`text` with its first sentence replaced by another of about the same length."""
+  first = text.index(". ") + 1
+  return "The harbour froze over that winter." + text[first:]
+
+
+@pytest.fixture(scope="module")
+def classifier_dir(spiece_model, tmp_path_factory):
+  """A tiny random classifier fine-tuned on truncated texts (mem_len 0), and its export:
+  (model directory, spec, export directory)."""
+  work = tmp_path_factory.mktemp("document_classifier")
+  spec = ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
+                        max_seq_length=SEQ)
+  tf.keras.utils.set_random_seed(21)
+  model = build_classifier(_config(), 2, dropout_rate=0.0)
+  model_dir = str(work / "model")
+  model_directory.save(model, model_dir, spec, spiece_model)
+  return model_dir, spec, export_classifier(model_dir, str(work / "whole"))
+
+
+def _truncating(model_dir, spiece_model):
+  """serving_default of the released behaviour (truncation at max_seq_length), in-process."""
+  model, spec = model_directory.load(model_dir, ClassifierSpec)
+  assert model.encoder.config.mem_len == 0
+  return ClassifierServing(model, spec, spiece_model).signatures()["serving_default"]
+
+
+def test_classifier_export_reads_a_long_text_through_the_memory(classifier_dir, sp,
+                                                                spiece_model):
+  model_dir, _, whole_dir = classifier_dir
+  served = tf.saved_model.load(whole_dir).signatures["serving_default"]
+  # The Python classifier with the serving memory (max_seq_length positions: the model
+  # was fine-tuned on truncated texts), fed the document features.
+  model, _ = model_directory.load(model_dir, ClassifierSpec, mem_len=SEQ)
+  assert model.encoder.config.mem_len == SEQ
+  speech = _speech()
+  texts = [speech, speech[:900]] + _reviews(3)
+  features = _python_document(sp, texts, SEQ)
+  assert features["input_ids"].shape[1] > 4                      # several segments
+  want = tf.nn.softmax(model(features)["logits"]).numpy()
+  got = served(text_a=tf.constant(texts))
+  np.testing.assert_allclose(got["probabilities"].numpy(), want, atol=TOLERANCE, rtol=0)
+  np.testing.assert_array_equal(got["label_id"].numpy(), want.argmax(-1))
+  # The memory carries the beginning: another first sentence changes the probabilities;
+  # the control: the same document twice in a batch gives the same output.
+  document = _three_segments(sp, speech)
+  changed = _changed_opening(document)
+  assert changed[-200:] == document[-200:]
+  again = served(text_a=tf.constant([document, changed, document]))["probabilities"].numpy()
+  np.testing.assert_array_equal(again[0], again[2])
+  assert np.abs(again[1] - again[0]).max() > 1e-3
+  # A truncating export reads another text (the first segment's pieces) than the whole.
+  truncated = _truncating(model_dir, spiece_model)(text_a=tf.constant([speech]))
+  assert np.abs(truncated["probabilities"].numpy()[0] - want[0]).max() > 1e-3
+
+
+def test_texts_that_fit_one_segment_are_served_as_before(classifier_dir, spiece_model, sp):
+  model_dir, _, whole_dir = classifier_dir
+  served = tf.saved_model.load(whole_dir).signatures["serving_default"]
+  truncating = _truncating(model_dir, spiece_model)
+  reviews = [r for r in _reviews(300) if len(_python_ids(sp, [r])[0]) <= SEQ - 2]
+  assert len(reviews) > 100
+  worst, lengths = 0.0, set()
+  for start in range(0, len(reviews), 32):
+    texts = tf.constant(reviews[start:start + 32])
+    got, want = served(text_a=texts), truncating(text_a=texts)
+    worst = max(worst, float(np.abs(got["probabilities"] - want["probabilities"]).max()))
+    np.testing.assert_array_equal(got["label"], want["label"])
+  for text in reviews[:40:8]:                                      # single short texts
+    got, want = served(text_a=tf.constant([text])), truncating(text_a=tf.constant([text]))
+    worst = max(worst, float(np.abs(got["probabilities"] - want["probabilities"]).max()))
+  assert worst <= TOLERANCE
+  card = open(os.path.join(whole_dir, "README.md"), encoding="utf-8").read()
+  assert (f"- **Reading**: whole texts of any length, in segments of max_seq_length {SEQ} "
+          f"pieces read in order through a memory of {SEQ} positions (fine-tuned on texts "
+          f"truncated at max_seq_length); a batch that fits one segment is read as one "
+          f"segment") in card
+  assert export_card.reading_detail(SEQ, 0, 0) == (
+      f"texts truncated at max_seq_length {SEQ} pieces, as released")
