@@ -255,3 +255,78 @@ def test_texts_that_fit_one_segment_are_served_as_before(classifier_dir, spiece_
           f"segment") in card
   assert export_card.reading_detail(SEQ, 0, 0) == (
       f"texts truncated at max_seq_length {SEQ} pieces, as released")
+
+
+# ---- the encoder's serving_document --------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def encoder_export_dir(spiece_model, tmp_path_factory):
+  """(pretrained model directory, its encoder export with max_seq_length SEQ)."""
+  work = tmp_path_factory.mktemp("document_encoder")
+  tf.keras.utils.set_random_seed(5)
+  model_dir = os.fspath(work / "pretrained")
+  pretrained.save_pretrained(build_pretrainer(_config()), model_dir, spiece_model=spiece_model)
+  return model_dir, encoder_export.export_encoder(model_dir, os.fspath(work / "export"),
+                                                  max_seq_length=SEQ)
+
+
+def python_document_outputs(encoder, sp, texts):
+  """serving_document's outputs from the Python encoder: `read_document(all_segments=True)`
+  on the numpy document layout, the text's pieces picked out in numpy."""
+  ids = _python_ids(sp, texts)
+  features = _python_document(sp, texts, SEQ)
+  batch, num_segments, seg_len = features["input_ids"].shape
+  content = read_document(encoder, features, all_segments=True)["all_content"].numpy()
+  flat = content.reshape(batch, num_segments * seg_len, -1)
+  longest = max(len(row) for row in ids)
+  tokens = np.zeros([batch, longest, flat.shape[-1]], np.float32)
+  mask = np.zeros([batch, longest], np.float32)
+  for row, pieces in enumerate(ids):
+    start = num_segments * seg_len - len(pieces) - 2
+    tokens[row, :len(pieces)] = flat[row, start:start + len(pieces)]
+    mask[row, :len(pieces)] = 1.0
+  return {"embedding": flat[:, -1], "token_embeddings": tokens, "token_mask": mask,
+          "token_ids": np.array([row + [0] * (longest - len(row)) for row in ids], np.int32)}
+
+
+def test_serving_document_equals_the_python_encoder_reading_the_document(
+    encoder_export_dir, sp):
+  model_dir, export_dir = encoder_export_dir
+  loaded = tf.saved_model.load(export_dir)
+  assert sorted(loaded.signatures) == ["serving_default", "serving_document"]
+  document = loaded.signatures["serving_document"]
+  encoder = pretrained.load_pretrained(model_dir, mem_len=SEQ, reuse_len=0).encoder
+  speech = _speech()
+  batches = [[speech, speech[:500], _reviews(1)[0], ""],          # 20+ segments
+             _reviews(4, start=10) + [""]]                         # one segment (bucketed)
+  for texts in batches:
+    got = document(text=tf.constant(texts))
+    want = python_document_outputs(encoder, sp, texts)
+    for key in ("token_mask", "token_ids"):
+      np.testing.assert_array_equal(got[key].numpy(), want[key], err_msg=key)
+    for key in ("embedding", "token_embeddings"):
+      np.testing.assert_allclose(got[key].numpy(), want[key], atol=TOLERANCE, rtol=0,
+                                 err_msg=key)
+  assert _python_document(sp, [speech], SEQ)["input_ids"].shape[1] > 4
+  empty = document(text=tf.constant([], tf.string))
+  assert empty["embedding"].shape == (0, 16) and empty["token_mask"].shape == (0, 0)
+  card = open(os.path.join(export_dir, "README.md"), encoding="utf-8").read()
+  assert (f"- **serving_document**: whole texts of any length -> embedding (at the final "
+          f"<cls>), token_embeddings, token_mask, token_ids; read in segments of {SEQ} "
+          f"pieces through a memory of {SEQ} positions") in card
+
+
+def test_the_memory_carries_the_opening_into_the_embedding(encoder_export_dir, sp):
+  _, export_dir = encoder_export_dir
+  document = tf.saved_model.load(export_dir).signatures["serving_document"]
+  text = _three_segments(sp, _speech())
+  changed = _changed_opening(text)
+  got = document(text=tf.constant([text, changed, text]))
+  embedding = got["embedding"].numpy()
+  np.testing.assert_array_equal(embedding[0], embedding[2])       # the control
+  assert np.abs(embedding[1] - embedding[0]).max() > 1e-3
+  # The last pieces are the same text in both, read after another opening.
+  tokens, mask = got["token_embeddings"].numpy(), got["token_mask"].numpy()
+  last_0 = tokens[0, int(mask[0].sum()) - 1]
+  last_1 = tokens[1, int(mask[1].sum()) - 1]
+  assert np.abs(last_0 - last_1).max() > 1e-3

@@ -54,6 +54,7 @@ from xlnet_tf.serving import export_card
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
+from xlnet_tf.serving.text_encoder import static_segments
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 
@@ -71,14 +72,6 @@ def serving_mem_len(spec: ClassifierSpec, whole_text: bool = True,
     raise ValueError(f"mem_len must be >= 1 to read whole texts through the memory, got "
                      f"{mem_len} (export with whole_text=False to truncate instead)")
   return int(mem_len)
-
-
-def segments_of(features: Dict[str, tf.Tensor], segment_length: int) -> Dict[str, tf.Tensor]:
-  """Document features [B, K, S] of a batch of several segments, where S is
-  `segment_length`, with that length static (bucketed features have a dynamic S; the
-  memory's loop in `read_document` needs it known)."""
-  return {key: tf.reshape(value, [tf.shape(value)[0], -1, int(segment_length)])
-          for key, value in features.items()}
 
 
 def resolve_bucketed(spec: ClassifierSpec, bucketed: Optional[bool]) -> bool:
@@ -146,7 +139,7 @@ class ClassifierServing(tf.Module):
     # its cost); K > 1: the segments (of S = T) in order through the memory.
     return tf.cond(tf.equal(tf.shape(features["input_ids"])[1], 1),
                    lambda: self.outputs({k: v[:, 0] for k, v in features.items()}),
-                   lambda: self.outputs(segments_of(features, self.spec.max_seq_length)))
+                   lambda: self.outputs(static_segments(features, self.spec.max_seq_length)))
 
   def serve_text(self, text_a, text_b=None) -> Dict[str, tf.Tensor]:
     """serving_default: the shapes checked, then `from_text`."""

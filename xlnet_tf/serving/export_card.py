@@ -282,11 +282,18 @@ def race_card(module) -> ExportCard:
 
 
 def encoder_card(module) -> ExportCard:
-  """`encoder_export.EncoderServing`: hidden states and the <cls> summary."""
+  """`encoder_export.EncoderServing`: hidden states and the <cls> summary (the parity of
+  serving_default; serving_document is described)."""
   return ExportCard(
       task="pretrained", title="XLNet encoder (feature extraction), SavedModel",
       python_fn=module.serve_text, inputs={"text": list(PROBE_TEXTS)},
       keys=("hidden_states", "summary"),
       details={"max_seq_length": module.max_seq_length,
                "uncased": module.text_encoder.lower,
-               "keep_accents": module.text_encoder.keep_accents})
+               "keep_accents": module.text_encoder.keep_accents,
+               "serving_default": f"one segment: the text truncated to max_seq_length "
+                                  f"{module.max_seq_length} - 2 pieces",
+               "serving_document": f"whole texts of any length -> embedding (at the final "
+                                   f"<cls>), token_embeddings, token_mask, token_ids; read "
+                                   f"in segments of {module.max_seq_length} pieces through "
+                                   f"a memory of {module.document_mem_len} positions"})
