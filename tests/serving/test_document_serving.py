@@ -204,7 +204,7 @@ def _truncating(model_dir, spiece_model):
 
 
 def test_classifier_export_reads_a_long_text_through_the_memory(classifier_dir, sp,
-                                                                spiece_model):
+                                                                spiece_model, tmp_path):
   model_dir, _, whole_dir = classifier_dir
   served = tf.saved_model.load(whole_dir).signatures["serving_default"]
   # The Python classifier with the serving memory (max_seq_length positions: the model
@@ -219,6 +219,10 @@ def test_classifier_export_reads_a_long_text_through_the_memory(classifier_dir, 
   got = served(text_a=tf.constant(texts))
   np.testing.assert_allclose(got["probabilities"].numpy(), want, atol=TOLERANCE, rtol=0)
   np.testing.assert_array_equal(got["label_id"].numpy(), want.argmax(-1))
+  # In a fresh process with TensorFlow and tensorflow-text only.
+  fresh = serve_fresh(whole_dir, {"text_a": [speech]}, tmp_path)
+  np.testing.assert_allclose(np.array(fresh["probabilities"]), want[:1], atol=TOLERANCE,
+                             rtol=0)
   # The memory carries the beginning: another first sentence changes the probabilities;
   # the control: the same document twice in a batch gives the same output.
   document = _three_segments(sp, speech)
@@ -238,7 +242,7 @@ def test_texts_that_fit_one_segment_are_served_as_before(classifier_dir, spiece_
   truncating = _truncating(model_dir, spiece_model)
   reviews = [r for r in _reviews(300) if len(_python_ids(sp, [r])[0]) <= SEQ - 2]
   assert len(reviews) > 100
-  worst, lengths = 0.0, set()
+  worst = 0.0
   for start in range(0, len(reviews), 32):
     texts = tf.constant(reviews[start:start + 32])
     got, want = served(text_a=texts), truncating(text_a=texts)
