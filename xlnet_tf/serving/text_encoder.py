@@ -100,6 +100,14 @@ longer of A and B by one token from its end (B on ties) until len(A) + len(B) <=
 (A alone: T - 2); then `layouts`' classification layout (`A <sep> B <sep> <cls>` or
 `A <sep> <cls>`, its segment ids, padded on the LEFT; its constants become graph constants).
 
+Document layout (`XLNetTextEncoder.document_inputs`, the inputs of
+`networks.document_reader`): every piece of A, then `<sep> <cls>`, or with a non-empty B
+`<sep> B <sep> <cls>` with B cut at its end to S - 3 pieces (the tail fits one segment);
+N pieces take K = ceil(N / S) segments of S, padded on the LEFT, and a batch's shorter
+documents get whole padding segments in front up to its largest K: [B, K, S]. A text that
+fits one segment is the classification layout at length S; bucketed, a batch that fits one
+segment takes its bucket as S.
+
 Padding to a bucket (`bucketed=True`; `bucket_lengths`, `padded_length`). Truncation is
 always at max_seq_length T, as above. The rows of a batch are then padded (still on the
 left) only to the batch's bucket: the smallest length of the ladder 16, 24, 32, 48, 64,
