@@ -9,7 +9,10 @@ r"""Exports a fine-tuned classifier as a SavedModel that serves raw text.
 `final` directory itself. See `xlnet_tf.serving.export` for the signatures. serving_default
 pads each batch to its bucket (the smallest of 16, 24, 32, 48, ..., max_seq_length holding
 its longest text); --fixed_length pads every text to max_seq_length instead (the same
-predictions at a higher cost; the reference in experiments/benchmark_serving.py). The
+predictions at a higher cost; the reference in experiments/benchmark_serving.py). Texts of
+any length are read whole, in segments of max_seq_length through the Transformer-XL
+memory (--mem_len positions: by default the model's own, else max_seq_length);
+--truncate exports the released behaviour instead, truncation at max_seq_length. The
 paths are checked before the model is loaded: a bad one ends the run with one line naming
 the flag.
 """
@@ -36,6 +39,12 @@ _PAIR = flags.DEFINE_bool("pair", None, "serving_default takes text_a and text_b
 _SPIECE = flags.DEFINE_string("spiece_model_file", None, "Default: MODEL_DIR/spiece.model.")
 _FIXED = flags.DEFINE_bool("fixed_length", False, "serving_default pads every text to "
                            "max_seq_length (default: each batch to its bucket).")
+_TRUNCATE = flags.DEFINE_bool("truncate", False, "serving_default truncates texts at "
+                              "max_seq_length, as released (default: reads them whole "
+                              "through the memory).")
+_MEM_LEN = flags.DEFINE_integer("mem_len", None, "The memory (positions) whole texts are "
+                                "read through (default: classifier.json's mem_len, else "
+                                "max_seq_length).", lower_bound=1)
 flags.mark_flags_as_required(["model_dir", "export_dir"])
 
 
@@ -52,7 +61,8 @@ def main(argv):
     with paths.reporting_disk_full(_EXPORT_DIR.value):
       export.export_classifier(model_dir, _EXPORT_DIR.value, pair=_PAIR.value,
                                spiece_model=_SPIECE.value,
-                               bucketed=False if _FIXED.value else None)
+                               bucketed=False if _FIXED.value else None,
+                               whole_text=not _TRUNCATE.value, mem_len=_MEM_LEN.value)
   except (ValueError, OSError) as e:
     raise SystemExit(f"export_saved_model: {e}") from None
   print(f"exported {model_dir} to {_EXPORT_DIR.value}")

@@ -757,6 +757,8 @@ def test_failed_export_leaves_no_partial_directories(tmp_path, monkeypatch):
 @pytest.mark.parametrize("model_class, signature, inputs, output", [
     (transformers.XLNetLMHeadModel, "serving_default", {"text": ["Call me Ishmael."]},
      "hidden_states"),
+    (transformers.XLNetLMHeadModel, "serving_document",        # whole texts, any length
+     {"text": ["Call me Ishmael. " * 40]}, "embedding"),
     (transformers.XLNetForTokenClassification, "serving_default",
      {"text": ["Call me Ishmael ."]}, "tags"),
     (transformers.XLNetForMultipleChoice, "serving_default",

@@ -363,6 +363,7 @@ def _fixtures(page: str, work: str, spiece_model: str) -> None:
     _squad_and_race(work)
   elif page == "docs/serving.md":
     _fine_tuned_classifier(work, os.path.join("runs", "reviews", "final"))
+    _pretrained(work, os.path.join("converted", "xlnet_base"))
   elif page == "docs/conversion.md":
     _released_and_fine_tuned_tf1(work)
     _hf_directory(work, os.path.join("hf", "xlnet-base-cased"), "XLNetLMHeadModel")

@@ -79,6 +79,7 @@ COMMANDS = {
     "xlnet-export": "experiments.export_saved_model:run",
     "xlnet-classify": "experiments.classify_text:main",
     "xlnet-generate": "xlnet_tf.generate:run",
+    "xlnet-embed": "experiments.embed:run",
 }
 
 
@@ -595,7 +596,8 @@ def test_the_wheel_installs_and_its_commands_run_outside_the_checkout(tmp_path):
         "xlnet-convert": (1, "--source:", "--saved_model:", "HuggingFace task model"),
         "xlnet-export": (1, "--export_dir:", "--model_dir:", "serves raw text"),
         "xlnet-classify": (0, "--saved_model", "usage: xlnet-classify"),
-        "xlnet-generate": (1, "--max_new_tokens:", "--model_dir:", "continue a text")}
+        "xlnet-generate": (1, "--max_new_tokens:", "--model_dir:", "continue a text"),
+        "xlnet-embed": (1, "--saved_model:", "--pooling:", "Embeds texts of any length")}
     for command, process in helps.items():
       out, err = process.communicate(timeout=300)
       status, *texts = expected_help[command]

@@ -211,9 +211,9 @@ def test_serving_ids_still_takes_ids_padded_to_max_seq_length(classifier_exports
 def test_the_model_card_says_how_the_export_pads(classifier_exports):
   _, bucketed_dir, fixed_dir = classifier_exports
   card = open(os.path.join(bucketed_dir, "README.md"), encoding="utf-8").read()
-  assert ("- **Padding**: on the left, each batch to its bucket, the smallest of 16, 24, 32, "
-          "48, 64 that holds its longest row (truncation at max_seq_length 64); "
-          "serving_ids: ids padded to max_seq_length") in card
+  assert ("- **Padding**: on the left, a batch that fits one segment to its bucket, the "
+          "smallest of 16, 24, 32, 48, 64 that holds its longest row; a longer batch in "
+          "segments of max_seq_length 64; serving_ids: ids padded to max_seq_length") in card
   card = open(os.path.join(fixed_dir, "README.md"), encoding="utf-8").read()
   assert "- **Padding**: on the left, every row to max_seq_length 64 (fixed length)" in card
 

@@ -38,7 +38,10 @@ def exported(spiece_model, tmp_path_factory):
                                         max_seq_length=SEQ)
   model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
   model_directory.save(model, str(work / "model"), spec, spiece_model)
-  export_dir = export_classifier(str(work / "model"), str(work / "saved_model"))
+  # The released behaviour, truncation at max_seq_length (whole texts:
+  # tests/serving/test_document_serving.py).
+  export_dir = export_classifier(str(work / "model"), str(work / "saved_model"),
+                                 whole_text=False)
   return model, spec, export_dir
 
 

@@ -6,17 +6,30 @@ Signatures (all batch-major, any batch size):
                       (regression: score float32 [B])
   serving_ids      input_ids int32 [B, T], segment_ids int32 [B, T], input_mask float32
                    [B, T] (1 = padding, the released layout) -> the same outputs
-Padding. serving_default truncates at max_seq_length T as released, then pads each batch
-on the left only to its bucket: the smallest of 16, 24, 32, 48, 64, 96, ..., T that holds
-the batch's longest row (`text_encoder.bucket_lengths`), so a batch of short reviews costs
-what short reviews cost, not what T does. With left padding and relative positions the
-outputs do not depend on the amount of padding (the "last", "mean" and "attn" summaries
-read real tokens only), so they equal the fixed-length export's (tests/serving/test_bucketing.py:
-within 1e-5 on every held-out movie review). `bucketed=False` (`experiments/
-export_saved_model.py --fixed_length`) exports the fixed-length behaviour, padding every
-request to T; models whose summary reads padding ("first", "mean_with_padding") are
-always exported fixed-length. serving_ids takes ids padded to T, as before. The model card
-says which padding an export has.
+Whole texts. serving_default reads a text of any length whole (`whole_text=True`, the
+default): in the document layout (`XLNetTextEncoder.document_inputs`: every piece of
+text_a, then `<sep> <cls>` or `<sep> text_b <sep> <cls>` with text_b cut to
+max_seq_length - 3 pieces; padded on the left to K segments of max_seq_length T) read
+segment by segment through the Transformer-XL memory (`networks.document_reader`); the
+summary reads the last segment, which ends with <cls>. The memory has the size the model
+was fine-tuned with (classifier.json's mem_len), or for a model fine-tuned on truncated
+texts (mem_len 0) `serving_mem_len` = T positions by default (`mem_len=` overrides it). A
+batch whose texts all fit one segment (K = 1) is read as one segment without memory, as
+before: the same layout, the same cost and the same outputs as a truncating export.
+`whole_text=False` (`experiments/export_saved_model.py --truncate`) exports the released
+behaviour: truncation at T.
+Padding. A batch that fits one segment is padded on the left only to its bucket: the
+smallest of 16, 24, 32, 48, 64, 96, ..., T that holds the batch's longest row
+(`text_encoder.bucket_lengths`), so a batch of short reviews costs what short reviews cost,
+not what T does; a longer batch takes segments of T. With left padding and relative
+positions the outputs do not depend on the amount of padding (the "last", "mean" and
+"attn" summaries read real tokens only), so they equal the fixed-length export's
+(tests/serving/test_bucketing.py: within 1e-5 on every held-out movie review).
+`bucketed=False` (`experiments/export_saved_model.py --fixed_length`) exports the
+fixed-length behaviour, padding every request to T; models whose summary reads padding
+("first", "mean_with_padding") are always exported fixed-length. serving_ids takes ids
+padded to T, as before (one segment, no memory). The model card says how an export reads
+text and which padding it has.
 Every signature checks its inputs' shapes first (`text_encoder.check_shapes`): a scalar
 string, a 2-D text tensor, ids of another width than the export's max_seq_length or inputs
 of different batch sizes fail at once with a message naming the input, its shape and the
@@ -41,7 +54,24 @@ from xlnet_tf.serving import export_card
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
+from xlnet_tf.serving.text_encoder import static_segments
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+
+
+def serving_mem_len(spec: ClassifierSpec, whole_text: bool = True,
+                    mem_len: Optional[int] = None) -> int:
+  """The memory the exported classifier reads whole texts through: 0 when truncating;
+  else `mem_len`, by default the one it was fine-tuned with (spec.mem_len) or, for a
+  model fine-tuned on truncated texts, max_seq_length positions. Raises ValueError for a
+  `mem_len` < 1 with whole_text."""
+  if not whole_text:
+    return 0
+  if mem_len is None:
+    return spec.mem_len or spec.max_seq_length
+  if int(mem_len) < 1:
+    raise ValueError(f"mem_len must be >= 1 to read whole texts through the memory, got "
+                     f"{mem_len} (export with whole_text=False to truncate instead)")
+  return int(mem_len)
 
 
 def resolve_bucketed(spec: ClassifierSpec, bucketed: Optional[bool]) -> bool:
@@ -62,15 +92,28 @@ class ClassifierServing(tf.Module):
   """The exported module: the classifier, the text encoder and the label names.
 
   `bucketed`: serving_default pads each batch to its bucket (see the module docstring);
-  None: `resolve_bucketed`'s default.
+  None: `resolve_bucketed`'s default. `whole_text`: serving_default reads texts of any
+  length whole through the memory (the model's encoder needs mem_len > 0, reuse_len 0:
+  `spec.build_model(config, mem_len=serving_mem_len(spec))`); False: truncates at
+  max_seq_length; None: whole when the model has a memory (mem_len > 0, reuse_len 0).
   """
 
   def __init__(self, model, spec: ClassifierSpec, spiece_model: str,
-               pair: bool = False, bucketed: Optional[bool] = None):
+               pair: bool = False, bucketed: Optional[bool] = None,
+               whole_text: Optional[bool] = None):
     super().__init__(name="xlnet_classifier_serving")
+    config = model.encoder.config
+    if whole_text is None:
+      whole_text = config.mem_len > 0 and not config.reuse_len
+    if whole_text and (config.mem_len <= 0 or config.reuse_len):
+      raise ValueError(f"reading whole texts needs a model with memory (mem_len > 0, "
+                       f"reuse_len 0), got mem_len {config.mem_len}, reuse_len "
+                       f"{config.reuse_len}: build it with mem_len=serving_mem_len(spec), "
+                       f"or serve with whole_text=False (truncation at max_seq_length)")
     self.model = model
     self.spec = spec
     self.pair = pair
+    self.whole_text = bool(whole_text)
     self.bucketed = resolve_bucketed(spec, bucketed)
     self.text_encoder = XLNetTextEncoder(spiece_model, lower=spec.uncased,
                                          keep_accents=spec.keep_accents)
@@ -86,9 +129,17 @@ class ClassifierServing(tf.Module):
             "label": tf.gather(self.label_names, label_id)}
 
   def from_text(self, text_a, text_b=None):
-    features = self.text_encoder.classifier_inputs(                 # [B, L] or [B, T]
+    if not self.whole_text:
+      features = self.text_encoder.classifier_inputs(               # [B, L] or [B, T]
+          text_a, text_b, self.spec.max_seq_length, bucketed=self.bucketed)
+      return self.outputs(features)
+    features = self.text_encoder.document_inputs(                   # each [B, K, S]
         text_a, text_b, self.spec.max_seq_length, bucketed=self.bucketed)
-    return self.outputs(features)
+    # K = 1: one segment [B, S] without memory, as a truncating export reads it (and at
+    # its cost); K > 1: the segments (of S = T) in order through the memory.
+    return tf.cond(tf.equal(tf.shape(features["input_ids"])[1], 1),
+                   lambda: self.outputs({k: v[:, 0] for k, v in features.items()}),
+                   lambda: self.outputs(static_segments(features, self.spec.max_seq_length)))
 
   def serve_text(self, text_a, text_b=None) -> Dict[str, tf.Tensor]:
     """serving_default: the shapes checked, then `from_text`."""
@@ -126,7 +177,8 @@ class ClassifierServing(tf.Module):
 
 def export_classifier(model_dir: str, export_dir: str, pair: Optional[bool] = None,
                       spiece_model: Optional[str] = None,
-                      bucketed: Optional[bool] = None) -> str:
+                      bucketed: Optional[bool] = None, whole_text: bool = True,
+                      mem_len: Optional[int] = None) -> str:
   """Exports the fine-tuned model in `model_dir` (a classifier model directory, `model_directory`).
 
   Args:
@@ -136,6 +188,10 @@ def export_classifier(model_dir: str, export_dir: str, pair: Optional[bool] = No
     bucketed: serving_default pads each batch to its bucket (True) or to max_seq_length
       (False); default: bucketed unless the summary reads padding (`resolve_bucketed`:
       True with such a summary raises ValueError, once classifier.json is read).
+    whole_text: serving_default reads texts of any length whole through the memory
+      (default); False: truncates them at max_seq_length, as released.
+    mem_len: the memory of whole-text serving (`serving_mem_len`: by default
+      classifier.json's mem_len, else max_seq_length).
   Returns: export_dir.
   Raises:
     NotADirectoryError / PermissionError: `export_dir` is a file, lies under a file or
@@ -145,9 +201,11 @@ def export_classifier(model_dir: str, export_dir: str, pair: Optional[bool] = No
     return ClassifierServing(
         model, spec, spiece,
         pair=classifier_tasks.is_pair_task(spec.task_name) if pair is None else pair,
-        bucketed=bucketed)
-  return export_model_dir(model_dir, export_dir, ClassifierSpec, serving, spiece_model,
-                          spiece_hint="--spiece_model_file", card=export_card.classifier_card)
+        bucketed=bucketed, whole_text=whole_text)
+  return export_model_dir(
+      model_dir, export_dir, ClassifierSpec, serving, spiece_model,
+      spiece_hint="--spiece_model_file", card=export_card.classifier_card,
+      build_options=lambda spec: {"mem_len": serving_mem_len(spec, whole_text, mem_len)})
 
 
 def export_model_dir(model_dir: str, export_dir: str,
@@ -155,7 +213,8 @@ def export_model_dir(model_dir: str, export_dir: str,
                      serving: Callable[[Any, Any, str], tf.Module],
                      spiece_model: Optional[str] = None,
                      spiece_hint: str = "spiece_model",
-                     card: Optional[Callable[[tf.Module], export_card.ExportCard]] = None
+                     card: Optional[Callable[[tf.Module], export_card.ExportCard]] = None,
+                     build_options: Optional[Callable[[Any], Dict[str, Any]]] = None
                      ) -> str:
   """Exports a fine-tuned model's directory as a SavedModel; returns export_dir.
 
@@ -166,10 +225,16 @@ def export_model_dir(model_dir: str, export_dir: str,
   `model_dir/spiece.model`; a missing one raises FileNotFoundError (`spiece_hint` names
   how to pass another). `card(module)` describes the export for its model card
   (`export_card.write`: README.md beside the SavedModel, with the parity measured on the
-  reloaded SavedModel).
+  reloaded SavedModel). `build_options(spec)` gives the options the model is built with
+  (`model_directory.load`'s, e.g. the serving memory).
   """
   export_card.check_export_dir(export_dir)
-  model, spec = model_directory.load(model_dir, spec_class)
+  options = {}
+  if build_options is not None and tf.io.gfile.exists(os.path.join(model_dir,
+                                                                   spec_class.FILE)):
+    options = build_options(spec_class.from_values(
+        model_directory.read_spec(model_dir, spec_class.FILE), source=model_dir))
+  model, spec = model_directory.load(model_dir, spec_class, **options)
   spiece_model = spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not tf.io.gfile.exists(spiece_model):
     raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "

@@ -36,6 +36,8 @@ PROBE_TEXTS = ("A gripping, beautifully acted film.",
                "Dull and far too long: 2,500 minutes of nothing!",
                "Amélie était très drôle — naïve café, 電影 😀",
                "")
+# A text of several segments (about 1000 pieces), for the exports that read whole texts.
+PROBE_LONG_TEXT = " ".join(PROBE_TEXTS[:3] * 40)
 PROBE_SECOND_TEXTS = ("The film holds the attention.", "It is short.",
                       "C'est un film.", "Call me Ishmael.")
 PROBE_QUESTIONS = ("Who hunted the whale?", "Where did the ship sail from?", "Why?")
@@ -179,8 +181,18 @@ def rename_over_empty(partial: str, export_dir: str) -> None:
 
 # ---- the cards of the exports ---------------------------------------------------------------
 
-def padding_detail(max_seq_length: int, bucketed: bool, side: str = "left") -> str:
-  """The card's "Padding" line: to each batch's bucket (listed) or to max_seq_length."""
+def padding_detail(max_seq_length: int, bucketed: bool, side: str = "left",
+                   whole_text: bool = False) -> str:
+  """The card's "Padding" line: to each batch's bucket (listed) or to max_seq_length;
+  `whole_text`: of a batch that fits one segment (longer ones take segments of
+  max_seq_length)."""
+  if whole_text:
+    longer = f"; a longer batch in segments of max_seq_length {max_seq_length}"
+    if bucketed:
+      ladder = ", ".join(str(n) for n in bucket_lengths(max_seq_length))
+      return (f"on the {side}, a batch that fits one segment to its bucket, the smallest of "
+              f"{ladder} that holds its longest row{longer}")
+    return f"on the {side}, every row to max_seq_length {max_seq_length} (fixed length){longer}"
   if bucketed:
     ladder = ", ".join(str(n) for n in bucket_lengths(max_seq_length))
     return (f"on the {side}, each batch to its bucket, the smallest of {ladder} that holds "
@@ -188,13 +200,30 @@ def padding_detail(max_seq_length: int, bucketed: bool, side: str = "left") -> s
   return f"on the {side}, every row to max_seq_length {max_seq_length} (fixed length)"
 
 
+def reading_detail(max_seq_length: int, mem_len: int, fine_tuned_mem_len: int) -> str:
+  """The card's "Reading" line of a classifier: whole texts through a memory of `mem_len`
+  positions (0: truncated at max_seq_length)."""
+  if not mem_len:
+    return f"texts truncated at max_seq_length {max_seq_length} pieces, as released"
+  origin = ("the memory it was fine-tuned with" if fine_tuned_mem_len == mem_len and
+            fine_tuned_mem_len else
+            f"fine-tuned with mem_len {fine_tuned_mem_len}" if fine_tuned_mem_len else
+            "fine-tuned on texts truncated at max_seq_length")
+  return (f"whole texts of any length, in segments of max_seq_length {max_seq_length} "
+          f"pieces read in order through a memory of {mem_len} positions ({origin}); a "
+          f"batch that fits one segment is read as one segment")
+
+
 def classifier_card(module) -> ExportCard:
   """`export.ClassifierServing`: probabilities (score for regression)."""
   spec = module.spec
-  inputs = {"text_a": list(PROBE_TEXTS)}
+  whole_text = getattr(module, "whole_text", False)
+  long_text = (PROBE_LONG_TEXT,) if whole_text else ()
+  inputs = {"text_a": list(PROBE_TEXTS + long_text)}
   if module.pair:
-    inputs["text_b"] = list(PROBE_SECOND_TEXTS)
+    inputs["text_b"] = list(PROBE_SECOND_TEXTS + PROBE_SECOND_TEXTS[:len(long_text)])
   kind = "regression" if spec.is_regression else "classification"
+  mem_len = module.model.encoder.config.mem_len if whole_text else 0
   return ExportCard(
       task=kind, title=f"XLNet {kind} ({spec.task_name}), SavedModel",
       python_fn=module.serve_text, inputs=inputs,
@@ -203,7 +232,10 @@ def classifier_card(module) -> ExportCard:
       details={"max_seq_length": spec.max_seq_length, "uncased": spec.uncased,
                "keep_accents": getattr(spec, "keep_accents", False),
                "Inputs": "text_a, text_b" if module.pair else "text_a",
-               "Padding": padding_detail(spec.max_seq_length, module.bucketed)
+               "Reading": reading_detail(spec.max_seq_length, mem_len,
+                                         getattr(spec, "mem_len", 0)),
+               "Padding": padding_detail(spec.max_seq_length, module.bucketed,
+                                         whole_text=whole_text)
                           + "; serving_ids: ids padded to max_seq_length"})
 
 
@@ -250,11 +282,18 @@ def race_card(module) -> ExportCard:
 
 
 def encoder_card(module) -> ExportCard:
-  """`encoder_export.EncoderServing`: hidden states and the <cls> summary."""
+  """`encoder_export.EncoderServing`: hidden states and the <cls> summary (the parity of
+  serving_default; serving_document is described)."""
   return ExportCard(
       task="pretrained", title="XLNet encoder (feature extraction), SavedModel",
       python_fn=module.serve_text, inputs={"text": list(PROBE_TEXTS)},
       keys=("hidden_states", "summary"),
       details={"max_seq_length": module.max_seq_length,
                "uncased": module.text_encoder.lower,
-               "keep_accents": module.text_encoder.keep_accents})
+               "keep_accents": module.text_encoder.keep_accents,
+               "serving_default": f"one segment: the text truncated to max_seq_length "
+                                  f"{module.max_seq_length} - 2 pieces",
+               "serving_document": f"whole texts of any length -> embedding (at the final "
+                                   f"<cls>), token_embeddings, token_mask, token_ids; read "
+                                   f"in segments of {module.max_seq_length} pieces through "
+                                   f"a memory of {module.document_mem_len} positions"})

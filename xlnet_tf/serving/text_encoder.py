@@ -100,6 +100,14 @@ longer of A and B by one token from its end (B on ties) until len(A) + len(B) <=
 (A alone: T - 2); then `layouts`' classification layout (`A <sep> B <sep> <cls>` or
 `A <sep> <cls>`, its segment ids, padded on the LEFT; its constants become graph constants).
 
+Document layout (`XLNetTextEncoder.document_inputs`, the inputs of
+`networks.document_reader`): every piece of A, then `<sep> <cls>`, or with a non-empty B
+`<sep> B <sep> <cls>` with B cut at its end to S - 3 pieces (the tail fits one segment);
+N pieces take K = ceil(N / S) segments of S, padded on the LEFT, and a batch's shorter
+documents get whole padding segments in front up to its largest K: [B, K, S]. A text that
+fits one segment is the classification layout at length S; bucketed, a batch that fits one
+segment takes its bucket as S.
+
 Padding to a bucket (`bucketed=True`; `bucket_lengths`, `padded_length`). Truncation is
 always at max_seq_length T, as above. The rows of a batch are then padded (still on the
 left) only to the batch's bucket: the smallest length of the ladder 16, 24, 32, 48, 64,
@@ -256,6 +264,15 @@ def padded_length(row_lengths, max_seq_length: int, min_length: int = 0) -> tf.T
   longest = tf.reduce_max(tf.concat([row_lengths, [int(min_length)]], axis=0))
   index = tf.searchsorted(ladder, longest[tf.newaxis], side="left", out_type=tf.int64)[0]
   return tf.gather(ladder, tf.minimum(index, tf.size(ladder, out_type=tf.int64) - 1))
+
+
+def static_segments(features: Mapping[str, tf.Tensor], segment_length: int
+                    ) -> Dict[str, tf.Tensor]:
+  """Document features [B, K, S] of a batch of several segments, where S is
+  `segment_length`, with that length made static: bucketed features have a dynamic S,
+  and the memory's loop (`networks.document_reader`) needs it known."""
+  return {key: tf.reshape(value, [tf.shape(value)[0], -1, int(segment_length)])
+          for key, value in features.items()}
 
 
 def _row_sums(values: tf.Tensor, row_splits: tf.Tensor) -> tf.Tensor:
@@ -563,6 +580,110 @@ class XLNetTextEncoder(tf.Module):
     # The padded length: T, or the bucket of the longest row (a scalar tensor).
     used = row_reserved + keep_a + keep_b                            # [B], <= T
     seq_len = padded_length(used, max_len) if bucketed else max_len
+    outputs = XLNetTextEncoder._assemble(ids_a, ids_b, keep_a, keep_b, has_b, seq_len)
+    static_batch = ids_a.shape[0]
+    for value in outputs.values():
+      value.set_shape([static_batch, None if bucketed else max_len])
+    return outputs
+
+  @tf.autograph.experimental.do_not_convert
+  def document_inputs(self, text_a, text_b=None, segment_length: int = 128,
+                      bucketed: bool = False, text_span: bool = False
+                      ) -> Dict[str, tf.Tensor]:
+    """Inputs of raw texts of any length as documents: K segments of S pieces, [B, K, S].
+
+    Args:
+      text_a: string [B], the texts (read whole).
+      text_b: string [B] or None: second texts, cut at their end to segment_length - 3
+        pieces (the tail `<sep> B <sep> <cls>` fits one segment); an empty one is none.
+      segment_length: S, a Python int (the model's max_seq_length).
+      bucketed: a batch whose documents all fit one segment is padded to its bucket
+        (`padded_length`: S becomes the bucket, as `classifier_inputs`); otherwise S.
+      text_span: also return where text_a's pieces are (see `document_layout`).
+    Returns `document_layout`'s dict.
+    """
+    return self.document_layout(self.tokenize(text_a),
+                                None if text_b is None else self.tokenize(text_b),
+                                segment_length, bucketed=bucketed, text_span=text_span)
+
+  @staticmethod
+  @tf.autograph.experimental.do_not_convert
+  def document_layout(ids_a: tf.RaggedTensor, ids_b: Optional[tf.RaggedTensor],
+                      segment_length: int, bucketed: bool = False,
+                      text_span: bool = False) -> Dict[str, tf.Tensor]:
+    """The document layout of token ids (the one `networks.document_reader` reads).
+
+    A row is every piece of A, then the tail: `<sep> <cls>` (segment ids 0, 2), or with a
+    non-empty B `<sep> B[:S-3] <sep> <cls>` (0, 1..., 1, 2). With N its length, it takes
+    K = ceil(N / S) segments and is padded on the LEFT to K * S (`CLASSIFIER_PAD_ID`,
+    segment `CLASSIFIER_SEGMENT_PAD`, input_mask 1.0); every row of a batch is then padded
+    on the left with whole padding segments to the batch's largest K, and reshaped to
+    [B, K, S]. A row that fits one segment is the classification layout at length S
+    (`layout`, which would not truncate it).
+
+    Args:
+      ids_a, ids_b: int ragged [B, (na)], [B, (nb)] or None.
+      segment_length: S, a Python int (at least 3 with ids_b, 2 without).
+      bucketed: when every row of the batch fits one segment, S is the batch's bucket
+        (`padded_length(N, segment_length)`) instead of segment_length.
+      text_span: also return `text_start` int64 [B], the position of A's first piece in
+        the row flattened to K * S, and `text_length` int64 [B], A's number of pieces.
+    Returns:
+      `input_ids` int32, `segment_ids` int32, `input_mask` float32, each [B, K, S] (K >= 1;
+      static shape [B, None, S], or [B, None, None] bucketed).
+    """
+    max_len = int(segment_length)
+    reserved = 2 if ids_b is None else 3
+    if max_len < reserved:
+      raise ValueError(f"segment_length must be at least {reserved} "
+                       f"({'A <sep> B <sep> <cls>' if ids_b is not None else 'A <sep> <cls>'}),"
+                       f" got {segment_length}")
+    ids_a = tf.cast(ids_a, tf.int32).with_row_splits_dtype(tf.int64)
+    keep_a = ids_a.row_lengths()                                     # [B], all of A
+    if ids_b is None:
+      len_b = tf.zeros_like(keep_a)
+    else:
+      ids_b = tf.cast(ids_b, tf.int32).with_row_splits_dtype(tf.int64)
+      len_b = ids_b.row_lengths()
+    has_b = len_b > 0                                                # [B]
+    keep_b = tf.minimum(len_b, max_len - 3)                          # the tail fits S
+    used = 2 + tf.cast(has_b, tf.int64) + keep_a + keep_b            # [B], N
+    # The batch's segment count (at least 1, also for an empty batch) and length.
+    longest = tf.reduce_max(tf.concat([used, [1]], axis=0))
+    num_segments = (longest + max_len - 1) // max_len                # K
+    if bucketed:
+      seg_len = tf.where(num_segments > 1, tf.constant(max_len, tf.int64),
+                         padded_length(used, max_len))
+    else:
+      seg_len = tf.constant(max_len, tf.int64)
+    flat = XLNetTextEncoder._assemble(ids_a, ids_b, keep_a, keep_b, has_b,
+                                      num_segments * seg_len)        # each [B, K * S]
+    batch = tf.shape(keep_a, out_type=tf.int64)[0]
+    static_batch = ids_a.shape[0]
+    outputs = {}
+    for key, value in flat.items():
+      value = tf.reshape(value, tf.stack([batch, num_segments, seg_len]))
+      value.set_shape([static_batch, None, None if bucketed else max_len])
+      outputs[key] = value                                           # [B, K, S]
+    if text_span:
+      outputs["text_start"] = num_segments * seg_len - used          # [B]
+      outputs["text_length"] = keep_a                                # [B]
+    return outputs
+
+  @staticmethod
+  @tf.autograph.experimental.do_not_convert
+  def _assemble(ids_a: tf.RaggedTensor, ids_b: Optional[tf.RaggedTensor], keep_a: tf.Tensor,
+                keep_b: tf.Tensor, has_b: tf.Tensor, seq_len) -> Dict[str, tf.Tensor]:
+    """The rows `A[:keep_a] <sep> (B[:keep_b] <sep>) <cls>` padded on the LEFT to `seq_len`.
+
+    Args:
+      ids_a, ids_b: int32 ragged [B, (n)] with int64 row splits (ids_b None: single texts).
+      keep_a, keep_b, has_b: int64 [B], int64 [B], bool [B]: the pieces of each text kept
+        (from the start) and whether the row has a second text.
+      seq_len: the row length (a Python int or an int64 scalar), >= every row's length.
+    Returns the dict of `classifier_inputs`, each [B, seq_len].
+    """
+    used = 2 + tf.cast(has_b, tf.int64) + keep_a + keep_b            # [B]
     # Dense assembly: position j of a row holds, after `pad` padding positions, A[0:keep_a],
     # <sep>, then (pairs) B[0:keep_b], <sep>, and <cls> last.
     pad = seq_len - used                                             # [B]
@@ -588,9 +709,5 @@ class XLNetTextEncoder(tf.Module):
     input_ids = tf.where(is_cls, tokenization.CLS_ID, input_ids)
     segment_ids = tf.where(is_cls, layouts.SEGMENT_CLS, segment_ids)
     input_mask = tf.cast(rel < 0, tf.float32)
-    static_batch = ids_a.shape[0]
-    outputs = {"input_ids": tf.cast(input_ids, tf.int32),             # [B, T] or [B, L]
-               "segment_ids": tf.cast(segment_ids, tf.int32), "input_mask": input_mask}
-    for value in outputs.values():
-      value.set_shape([static_batch, None if bucketed else max_len])
-    return outputs
+    return {"input_ids": tf.cast(input_ids, tf.int32),                 # [B, seq_len]
+            "segment_ids": tf.cast(segment_ids, tf.int32), "input_mask": input_mask}
