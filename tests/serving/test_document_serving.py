@@ -21,6 +21,7 @@ from helpers import small_config
 from xlnet_tf import model_directory
 from xlnet_tf import pretrained
 from xlnet_tf.data import classifier_tasks
+from xlnet_tf.data import document_features
 from xlnet_tf.data import layouts
 from xlnet_tf.data import tokenization
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
@@ -147,6 +148,25 @@ def test_document_inputs_follow_the_layout_on_real_text(text_encoder, sp):
   assert fn(tf.constant([speech]))["input_ids"].shape[1:] == (
       expected_document(_python_ids(sp, [speech]), None, SEQ)["input_ids"].shape[1], SEQ)
   assert fn(tf.constant(short[:1]))["input_ids"].shape[1:] == (1, 16)
+
+
+def test_served_documents_are_the_documents_training_reads(text_encoder, sp):
+  """No skew between training and serving: each row of the in-graph layout (its whole
+  padding segments in front left out) equals the training features of
+  `document_features.document_layout` on the Python tokenizer's ids, single and pair."""
+  speech, reviews = _speech(), _reviews(3)
+  for texts_a, texts_b in (([speech, reviews[0], speech[:900]], None),
+                           ([speech[:1500], reviews[1], reviews[2]],
+                            [reviews[0], "", speech[:300]])):
+    served = text_encoder.document_inputs(
+        tf.constant(texts_a), None if texts_b is None else tf.constant(texts_b), SEQ)
+    for row, text_a in enumerate(texts_a):
+      ids_b = None if texts_b is None else _python_ids(sp, [texts_b[row]])[0]
+      trained = document_features.document_layout(_python_ids(sp, [text_a])[0], ids_b, SEQ)
+      k = trained[0].shape[0]
+      for key, value in zip(("input_ids", "segment_ids", "input_mask"), trained):
+        np.testing.assert_array_equal(served[key].numpy()[row, -k:], value, err_msg=key)
+      assert served["input_mask"].numpy()[row, :-k].all()      # the rest is padding
 
 
 # ---- the classifier export reads whole texts -----------------------------------------------

@@ -74,7 +74,13 @@ def read_document(encoder: XLNetEncoder, inputs: Mapping[str, Any], bptt_segment
                          "input_mask": padding[:, k], "mems": mems, "mems_mask": mems_mask},
                         training=training, memory_gradient=memory_gradient)
     mask = tf.concat([mems_mask, padding[:, k]], axis=1)[:, -config.mem_len:]   # [B, M]
-    return outputs["content"], outputs["new_mems"], mask
+    new_mems = outputs["new_mems"]
+    # The last mem_len positions: static M even when S is not (the loop's state keeps
+    # its shape).
+    for memory in new_mems:
+      memory.set_shape([None, config.mem_len, config.d_model])
+    mask.set_shape([None, config.mem_len])
+    return outputs["content"], new_mems, mask
 
   dtype = encoder.compute_dtype
   mems = [tf.zeros([batch, config.mem_len, config.d_model], dtype)

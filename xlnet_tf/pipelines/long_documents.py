@@ -46,8 +46,7 @@ class EraSettings:
   mem_len: int = 128                 # the memory of the whole reading
   batch_size: int = 8
   steps: int = 80
-  learning_rate: float = 1e-3
-  warmup_steps: int = 8
+  learning_rate: float = 1e-3       # warmed up over the first tenth of the steps
 
 
 def era_of(year: int) -> str:
@@ -124,7 +123,7 @@ def finetune(run_dir: str, pretrained_dir: str, fold_dir: str, reading: str, see
                               "seed": seed},
                "validation_data": {**data, "global_batch_size": settings.batch_size},
                "optimization": {"learning_rate": settings.learning_rate, "seed": seed,
-                                "warmup_steps": settings.warmup_steps}},
+                                "warmup_steps": settings.steps // 10}},
       "trainer": {"train_steps": settings.steps, "steps_per_loop": settings.steps,
                   "checkpoint_interval": settings.steps}})
   trained = train_lib.run(params, "train", run_dir)["train"]

@@ -45,7 +45,6 @@ from xlnet_tf.serving import export_card
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
-from xlnet_tf.serving.text_encoder import static_segments
 
 DOCUMENT_SIGNATURE = "serving_document"
 FEATURE_KEYS = ("input_ids", "segment_ids", "input_mask")
@@ -89,8 +88,7 @@ class EncoderServing(tf.Module):
       inputs = {key: features[key][:, 0] for key in FEATURE_KEYS}           # [B, S]
       return self.encoder(inputs, training=False)["content"][:, tf.newaxis]
     def segments():
-      inputs = static_segments({key: features[key] for key in FEATURE_KEYS},
-                               self.max_seq_length)                         # [B, K, T]
+      inputs = {key: features[key] for key in FEATURE_KEYS}               # [B, K, T]
       return read_document(self.encoder, inputs, training=False,
                            all_segments=True)["all_content"]
     content = tf.cond(tf.equal(tf.shape(features["input_ids"])[1], 1), one_segment,

@@ -54,7 +54,6 @@ from xlnet_tf.serving import export_card
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
-from xlnet_tf.serving.text_encoder import static_segments
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 
@@ -139,7 +138,7 @@ class ClassifierServing(tf.Module):
     # its cost); K > 1: the segments (of S = T) in order through the memory.
     return tf.cond(tf.equal(tf.shape(features["input_ids"])[1], 1),
                    lambda: self.outputs({k: v[:, 0] for k, v in features.items()}),
-                   lambda: self.outputs(static_segments(features, self.spec.max_seq_length)))
+                   lambda: self.outputs(features))
 
   def serve_text(self, text_a, text_b=None) -> Dict[str, tf.Tensor]:
     """serving_default: the shapes checked, then `from_text`."""

@@ -266,15 +266,6 @@ def padded_length(row_lengths, max_seq_length: int, min_length: int = 0) -> tf.T
   return tf.gather(ladder, tf.minimum(index, tf.size(ladder, out_type=tf.int64) - 1))
 
 
-def static_segments(features: Mapping[str, tf.Tensor], segment_length: int
-                    ) -> Dict[str, tf.Tensor]:
-  """Document features [B, K, S] of a batch of several segments, where S is
-  `segment_length`, with that length made static: bucketed features have a dynamic S,
-  and the memory's loop (`networks.document_reader`) needs it known."""
-  return {key: tf.reshape(value, [tf.shape(value)[0], -1, int(segment_length)])
-          for key, value in features.items()}
-
-
 def _row_sums(values: tf.Tensor, row_splits: tf.Tensor) -> tf.Tensor:
   """Sums of int64 `values` [N] over the rows given by `row_splits` [B + 1] -> [B].
 
