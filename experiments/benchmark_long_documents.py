@@ -16,7 +16,11 @@ accuracy: the era of a State of the Union address (1900-1932: 34 speeches, 1933-
   --init_checkpoint takes another), fine-tuned with the same budget three ways:
     first  the first segment of each speech (the released truncation)
     last   its last segment
-    whole  the whole speech, segment by segment through the memory
+    whole  the whole speech, segment by segment through the memory; its training
+           batches each from one bucket of segment counts (the default)
+    whole_mixed  the same with batches of any speeches (task.bucket_by_segments=False):
+           the speeches' length goes with their era, so a bucket's batch is skewed to an
+           era
   Every speech is tested once: FOLDS folds (speech i in fold i mod FOLDS), each fold a
   fine-tuning run per reading and seed on the others. Reported: accuracy over all 123 and
   over the 12 that pretraining never saw, mean [min, max] over the seeds.

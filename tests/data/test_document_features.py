@@ -228,3 +228,24 @@ def test_documents_shard_across_input_pipelines(spiece_model, tmp_path):
     return {piece_ids for batch in dataset.take(64) for piece_ids in _rows(batch)}
   first, second = documents(0), documents(1)
   assert first and second and not first & second and len(first | second) == 16
+
+
+def test_unbucketed_training_batches_mix_lengths_in_shuffled_order(spiece_model, tmp_path):
+  """bucket_by_segments=False: each batch is the next 4 documents of the shuffled stream
+  (the same stream as tf.data's shuffle of the records with that seed), whatever their
+  lengths, padded to the batch's own longest."""
+  path = _cache(spiece_model, tmp_path, speech_documents(), document=True)
+  dataset = document_features.document_dataset(path, 4, is_training=True, seed=3,
+                                               bucket_by_segments=False)
+  batches = list(dataset.take(10))
+  order = [int(c) for c in tf.data.TFRecordDataset([path]).map(
+      lambda r: tf.io.parse_single_example(r, document_features.feature_spec(False))[
+          "num_segments"]).shuffle(100_000, seed=3).repeat().take(40)]
+  counts = np.concatenate([b["num_segments"].numpy() for b in batches])
+  np.testing.assert_array_equal(counts, order)                 # the shuffled order, kept
+  mixed = 0
+  for batch in batches:
+    k = batch["input_ids"].shape[1]
+    assert k == batch["num_segments"].numpy().max()
+    mixed += len({int(n - 1).bit_length() for n in batch["num_segments"].numpy()}) > 1
+  assert mixed >= 3                                            # lengths are not grouped

@@ -27,7 +27,9 @@ the parser reverses the segments, `padded_batch` pads at the end, and the batch 
 back. Training: the shuffled, repeated records are grouped by segment count into the
 buckets of `bucket_of` (1, 2, 3-4, 5-8, 9-16, ... segments; `group_by_window`), each batch
 filled from one bucket, so a short document is padded at most to twice its length instead
-of to the longest document of the data. The order is a function of the records and the
+of to the longest document of the data (`bucket_by_segments=False`, task.bucket_by_segments:
+consecutive shuffled documents of any length, for data whose length and label go
+together). The order is a function of the records and the
 seed only, so a resumed run skipping the batches of its first steps sees the same batches
 as an uninterrupted run. Evaluation and prediction: one pass in file order, each batch
 padded to its longest document.
@@ -158,12 +160,14 @@ def document_dataset(path: Union[str, Sequence[str]], batch_size: int, is_traini
                      is_regression: Optional[bool] = None, *,
                      input_context: Optional[tf.distribute.InputContext] = None,
                      shuffle_buffer_size: int = 100_000,
-                     drop_remainder: Optional[bool] = None) -> tf.data.Dataset:
+                     drop_remainder: Optional[bool] = None,
+                     bucket_by_segments: bool = True) -> tf.data.Dataset:
   """Batches of documents from cache files (`classifier_features.cached_features` with
   `document=True`); the arguments as `classifier_features.classifier_dataset`'s.
 
   Training: shuffled with `seed`, repeated, and batched within the buckets of `bucket_of`
-  (a batch holds documents of one bucket); evaluation: one pass in file order. Each batch
+  (a batch holds documents of one bucket; `bucket_by_segments=False`: consecutive
+  shuffled documents, whatever their lengths); evaluation: one pass in file order. Each batch
   is padded to its longest document with padding segments on the left (module docstring).
   Returns a dataset of dicts: input_ids int32 [B, K, S], segment_ids int32 [B, K, S],
   input_mask float32 [B, K, S] (1.0 = padding), num_segments int32 [B] (the documents'
@@ -208,9 +212,12 @@ def document_dataset(path: Union[str, Sequence[str]], batch_size: int, is_traini
     ds = ds.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True).repeat()
     # deterministic: the parallel map keeps the order (tf.data's default)
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-    ds = ds.group_by_window(key_func=lambda features: bucket_of(features["num_segments"]),
-                            reduce_func=lambda _, window: padded(window),
-                            window_size=batch_size)
+    if bucket_by_segments:
+      ds = ds.group_by_window(
+          key_func=lambda features: bucket_of(features["num_segments"]),
+          reduce_func=lambda _, window: padded(window), window_size=batch_size)
+    else:
+      ds = padded(ds)
   else:
     ds = padded(ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE))
   return ds.map(_reverse_segments).prefetch(tf.data.AUTOTUNE)

@@ -33,6 +33,8 @@ READINGS = {
     "first": {"mem_len": 0, "read_from": "start"},      # its first segment (as released)
     "last": {"mem_len": 0, "read_from": "end"},         # its last segment
     "whole": {},                                         # all of it, through the memory
+    # the same, each training batch any 8 speeches (not 8 of one length bucket)
+    "whole_mixed": {"bucket_by_segments": False},
 }
 
 
@@ -41,7 +43,7 @@ class EraSettings:
   """The fine-tuning budget, the same for every reading."""
   folds: int = 3
   seeds: Sequence[int] = (0, 1, 2)
-  readings: Sequence[str] = ("first", "last", "whole")
+  readings: Sequence[str] = ("first", "last", "whole", "whole_mixed")
   segment_length: int = 128          # max_seq_length: the pieces of a segment
   mem_len: int = 128                 # the memory of the whole reading
   batch_size: int = 8

@@ -78,6 +78,10 @@ class ClassificationConfig(cfg.TaskConfig):
     segments of a document (the earlier ones are read without).
   max_segments: with mem_len > 0, documents are cut at their end to this many segments
     (0: no cap).
+  bucket_by_segments: with mem_len > 0, each training batch is drawn from one bucket of
+    segment counts (little padding; the default); False: batches of any documents, each
+    padded to its longest (more padding, but the batches mix labels as the data does
+    where length and label go together).
   read_from: with mem_len 0, which end of a too long text the truncation keeps: "start"
     (released) or "end" (text a's last pieces; for a pair, a alone is cut).
   """
@@ -94,6 +98,7 @@ class ClassificationConfig(cfg.TaskConfig):
   mem_len: int = 0
   bptt_segments: int = 1
   max_segments: int = 0
+  bucket_by_segments: bool = True
   read_from: str = "start"
   train_data: ClassificationDataConfig = base.data_config("train", True, 8,
                                                           ClassificationDataConfig)
@@ -169,7 +174,8 @@ def check_document_settings(params: ClassificationConfig) -> None:
     raise ValueError(f"task.read_from must be one of {classifier_features.READ_FROM}, got "
                      f"{params.read_from!r}")
   if params.mem_len == 0:
-    for name, default in (("bptt_segments", 1), ("max_segments", 0)):
+    for name, default in (("bptt_segments", 1), ("max_segments", 0),
+                          ("bucket_by_segments", True)):
       if getattr(params, name) != default:
         raise ValueError(f"task.{name}={getattr(params, name)} applies to whole documents "
                          f"(task.mem_len > 0); with task.mem_len 0 a text is truncated to "
@@ -250,14 +256,17 @@ class ClassificationTask(base.XLNetTask):
 
   # Settings of the document mode (issue 30) a run directory written before them ran with.
   DOCUMENT_DEFAULTS = {"mem_len": 0, "bptt_segments": 1, "max_segments": 0,
+                       "bucket_by_segments": True,
                        "read_from": "start"}
 
   def train_run_settings(self, data, strategy) -> Dict[str, Any]:
     """`XLNetTask.train_run_settings` with, under "task", how documents are read in
-    training (bptt_segments, max_segments, read_from; mem_len is the spec's)."""
+    training (bptt_segments, bucket_by_segments, max_segments, read_from; mem_len is the
+    spec's)."""
     settings = super().train_run_settings(data, strategy)
     params = self.task_config
     settings["task"] = {**settings["task"], "bptt_segments": params.bptt_segments,
+                        "bucket_by_segments": params.bucket_by_segments,
                         "max_segments": params.max_segments, "read_from": params.read_from}
     return settings
 
@@ -313,11 +322,14 @@ class ClassificationTask(base.XLNetTask):
     """Batches streamed from the cached features. For training: per-replica
     MICRO-batches (global_batch_size / replicas / grad_accum_steps), shuffled with the
     data seed and repeated; otherwise one pass in order. With task.mem_len > 0 a batch
-    holds documents [B, K, S]: for training of one length bucket, each batch padded to
-    its longest document (`document_features.document_dataset`)."""
+    holds documents [B, K, S]: for training of one length bucket (unless
+    task.bucket_by_segments is False), each batch padded to its longest document
+    (`document_features.document_dataset`)."""
+    options = ({"bucket_by_segments": self.task_config.bucket_by_segments}
+               if self.reads_documents and params.is_training else {})
     return self._dataset(
         path or self.features_path(params), self.replica_batch_size(params, input_context),
-        params.is_training, seed=params.seed, input_context=input_context,
+        params.is_training, seed=params.seed, input_context=input_context, **options,
         shuffle_buffer_size=params.shuffle_buffer_size,
         drop_remainder=params.drop_remainder if params.is_training else False)
 
