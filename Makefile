@@ -90,11 +90,16 @@ pictures: $(STAMP_RUNTIME)
 	$(BIN)/python -m experiments.plots curves --event_dir=$(DEMO_DIR)/pretrain/train \
 	    --out=$(DEMO_DIR)/curves.png
 
+# The suite in TEST_WORKERS processes (pytest-xdist), each taking whole files (so a file's
+# module fixtures are made once); TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= 2
+TEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 test: $(STAMP_TEST)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(TEST_PARALLEL) $(PYTEST_ARGS)
 
 test-fast: $(STAMP_TEST)
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" $(TEST_PARALLEL) $(PYTEST_ARGS)
 
 # The optional Beam pipeline (requirements-beam.txt) in a venv of its own: Beam 2.77 pins
 # protobuf < 7, which sentencepiece 0.2.3's generated model module (used by the serving

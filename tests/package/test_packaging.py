@@ -62,6 +62,7 @@ NOT_IMPORTED = {
     "pillow": "resolution pin of the [beam] extra (pillow 12 beside Beam 2.77)",
     "python-dateutil": "resolution pin of the [beam] extra (Beam 2.77 needs < 3)",
     "pytest": "the test runner (tests/ imports it)",
+    "pytest-xdist": "make test runs the suite in two processes (pytest -n 2)",
 }
 # Modules that belong to an extra: they may import its distributions at module level (an
 # install without the extra never imports them). Any other module imports an extra's

@@ -179,8 +179,9 @@ def run_matrix(work_dir: str, pretrained_dir: str, settings: EraSettings,
 
 def summary_table(results: Dict[str, Any], settings: EraSettings) -> List[str]:
   """The markdown table: per reading, accuracy mean [min, max] over seeds."""
-  lines = ["| reading | accuracy, all 123 speeches (each in its fold) | the 12 pretraining "
-           "never saw | seconds per run |", "|---|---|---|---|"]
+  first = next(iter(results["runs"].values()))
+  lines = [f"| reading | accuracy, all {first['speeches']} speeches (each in its fold) | the "
+           f"{first['unseen']} pretraining never saw | seconds per run |", "|---|---|---|---|"]
   for reading in settings.readings:
     runs = [r for r in results["runs"].values() if r["reading"] == reading]
 
