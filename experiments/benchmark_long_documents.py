@@ -2,18 +2,19 @@ r"""Long documents (issue 30): does reading a whole speech through the memory pa
 does it cost to serve?
 
   python -m experiments.benchmark_long_documents --part=accuracy --work_dir=runs/long_docs
+  (results: docs/benchmarks.md, "Long documents")
   python -m experiments.benchmark_long_documents --part=serving
 
-accuracy: the era of a State of the Union address (1900-1932: 34 speeches, 1933-1980: 49,
+accuracy: the era of a State of the Union address (1900-1932: 33 speeches, 1933-1980: 49,
   1981-2021: 41, the 123 bundled ones) from its text. The era is a label the text itself
   carries from its first paragraph to its last (the issues, institutions, wars and words
   of the time), so every reading has something to go on, and a reader that sees more of
-  the speech can gather more evidence; the speeches are long (980 to 9,000 words, 2,400
-  to 12,000 pieces of the 4,000-piece vocabulary), so one segment is a small part of one.
+  the speech can gather more evidence; the speeches are long (1,666 to 49,075 pieces of
+  the demo's 4,000-piece vocabulary), so one segment is a small part of one.
   The two turns are the New Deal (1933) and the Reagan years (1981). One pretrained model
   (by default the demo's small model pretrained on the speeches, `DemoSettings.for_size(
   "small", corpus="sotu")`, 2 layers of 128, which never saw the 12 speeches it holds out;
-  --init_checkpoint takes another), fine-tuned with the same budget three ways:
+  --init_checkpoint takes another), fine-tuned with the same budget four ways:
     first  the first segment of each speech (the released truncation)
     last   its last segment
     whole  the whole speech, segment by segment through the memory; its training
@@ -25,9 +26,9 @@ accuracy: the era of a State of the Union address (1900-1932: 34 speeches, 1933-
   fine-tuning run per reading and seed on the others. Reported: accuracy over all 123 and
   over the 12 that pretraining never saw, mean [min, max] over the seeds.
 serving: milliseconds per document for raw text of 1k, 4k and 16k pieces served whole: the
-  whole-document export (segments of --segment_length through a memory of as many
+  whole-document export (segments of --serving_segment_length through a memory of as many
   positions: linear in the length) against an export that reads the whole text in one
-  segment without memory (--max_seq_length = the length: quadratic), where that fits in
+  segment without memory (its max_seq_length = the length: quadratic), where that fits in
   --memory_budget_gb; see xlnet_tf/benchmarks/document_serving.py.
 
 The runs are xlnet_tf/pipelines/long_documents.py (finished runs are reused: an interrupted
