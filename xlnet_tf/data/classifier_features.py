@@ -196,17 +196,11 @@ def feature_spec(max_seq_length: int, is_regression: bool) -> Dict[str, tf.io.Fi
 
 def serialize_features(features: Dict[str, Any], is_regression: bool) -> bytes:
   """The output of `encode_example` as a serialized tf.train.Example."""
-  def ints(values):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=np.ravel(values).tolist()))
-
-  def floats(values):
-    return tf.train.Feature(float_list=tf.train.FloatList(value=np.ravel(values).tolist()))
-  feature = {"input_ids": ints(features["input_ids"]),
-             "segment_ids": ints(features["segment_ids"]),
-             "input_mask": floats(features["input_mask"]),
-             "label_id": (floats if is_regression else ints)([features["label_id"]])}
-  return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(
-      deterministic=True)
+  label = {"label_id": [features["label_id"]]}
+  return feature_cache.serialize_example(
+      {"input_ids": features["input_ids"], "segment_ids": features["segment_ids"],
+       **({} if is_regression else label)},
+      {"input_mask": features["input_mask"], **(label if is_regression else {})})
 
 
 # ---- the cache (`feature_cache`) -------------------------------------------------------------

@@ -106,18 +106,12 @@ def document_layout(ids_a: Sequence[int], ids_b: Optional[Sequence[int]],
 def serialize_document(features: Dict[str, Any], is_regression: bool) -> bytes:
   """A document's features (input_ids, segment_ids, input_mask [K, S], label_id) as a
   serialized tf.train.Example, the segments flattened, with num_segments = K."""
-  def ints(values):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=np.ravel(values).tolist()))
-
-  def floats(values):
-    return tf.train.Feature(float_list=tf.train.FloatList(value=np.ravel(values).tolist()))
-  feature = {"input_ids": ints(features["input_ids"]),
-             "segment_ids": ints(features["segment_ids"]),
-             "input_mask": floats(features["input_mask"]),
-             "num_segments": ints([np.shape(features["input_ids"])[0]]),
-             "label_id": (floats if is_regression else ints)([features["label_id"]])}
-  return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(
-      deterministic=True)
+  label = {"label_id": [features["label_id"]]}
+  return feature_cache.serialize_example(
+      {"input_ids": features["input_ids"], "segment_ids": features["segment_ids"],
+       "num_segments": [np.shape(features["input_ids"])[0]],
+       **({} if is_regression else label)},
+      {"input_mask": features["input_mask"], **(label if is_regression else {})})
 
 
 def feature_spec(is_regression: bool) -> Dict[str, Any]:

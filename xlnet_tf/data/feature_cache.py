@@ -29,6 +29,7 @@ import uuid
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from xlnet_tf.data import tokenization
@@ -78,6 +79,19 @@ def cache_settings(*, record_format: str, sp_model_path: str, max_seq_length: in
 
 
 # ---- the files -------------------------------------------------------------------------------
+
+def serialize_example(ints: Dict[str, Any], floats: Dict[str, Any]) -> bytes:
+  """A tf.train.Example of int64 features `ints` and float features `floats` (each value
+  flattened), serialized deterministically: one cached feature record."""
+  def feature(values, as_float):
+    values = np.ravel(values).tolist()
+    return (tf.train.Feature(float_list=tf.train.FloatList(value=values)) if as_float
+            else tf.train.Feature(int64_list=tf.train.Int64List(value=values)))
+  features = {**{k: feature(v, False) for k, v in ints.items()},
+              **{k: feature(v, True) for k, v in floats.items()}}
+  return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString(
+      deterministic=True)
+
 
 def read_cache_info(path: str) -> Optional[Dict[str, Any]]:
   """The sidecar of a cache file (settings, "key", "num_examples"), None if it has none."""

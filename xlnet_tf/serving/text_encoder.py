@@ -266,6 +266,21 @@ def padded_length(row_lengths, max_seq_length: int, min_length: int = 0) -> tf.T
   return tf.gather(ladder, tf.minimum(index, tf.size(ladder, out_type=tf.int64) - 1))
 
 
+def _checked_ids(ids_a: tf.RaggedTensor, ids_b: Optional[tf.RaggedTensor], length: int,
+                 name: str):
+  """(length as an int, ids_a, ids_b) with the ids int32 ragged (int64 row splits);
+  raises ValueError naming `name` when `length` leaves no room for the special tokens
+  (`A <sep> <cls>`, or `A <sep> B <sep> <cls>` with ids_b)."""
+  reserved = 2 if ids_b is None else 3
+  if int(length) < reserved:
+    raise ValueError(f"{name} must be at least {reserved} "
+                     f"({'A <sep> B <sep> <cls>' if ids_b is not None else 'A <sep> <cls>'}),"
+                     f" got {length}")
+  def cast(ids):
+    return None if ids is None else tf.cast(ids, tf.int32).with_row_splits_dtype(tf.int64)
+  return int(length), cast(ids_a), cast(ids_b)
+
+
 def _row_sums(values: tf.Tensor, row_splits: tf.Tensor) -> tf.Tensor:
   """Sums of int64 `values` [N] over the rows given by `row_splits` [B + 1] -> [B].
 
@@ -541,18 +556,11 @@ class XLNetTextEncoder(tf.Module):
     """The classification layout of token ids: ragged int [B, (na)] and [B, (nb)] or None
     -> the dict of `classifier_inputs` (truncation at max_seq_length, special ids, left
     padding to max_seq_length or, `bucketed`, to the batch's bucket)."""
-    max_len = int(max_seq_length)
-    reserved = 2 if ids_b is None else 3
-    if max_len < reserved:
-      raise ValueError(f"max_seq_length must be at least {reserved} "
-                       f"({'A <sep> B <sep> <cls>' if ids_b is not None else 'A <sep> <cls>'}),"
-                       f" got {max_seq_length}")
-    ids_a = tf.cast(ids_a, tf.int32).with_row_splits_dtype(tf.int64)
+    max_len, ids_a, ids_b = _checked_ids(ids_a, ids_b, max_seq_length, "max_seq_length")
     len_a = ids_a.row_lengths()
     if ids_b is None:
       len_b = tf.zeros_like(len_a)
     else:
-      ids_b = tf.cast(ids_b, tf.int32).with_row_splits_dtype(tf.int64)
       len_b = ids_b.row_lengths()
     # As released, a second text without tokens is no second text: `A <sep> <cls>`.
     has_b = len_b > 0                                                # [B]
@@ -623,18 +631,11 @@ class XLNetTextEncoder(tf.Module):
       `input_ids` int32, `segment_ids` int32, `input_mask` float32, each [B, K, S] (K >= 1;
       static shape [B, None, S], or [B, None, None] bucketed).
     """
-    max_len = int(segment_length)
-    reserved = 2 if ids_b is None else 3
-    if max_len < reserved:
-      raise ValueError(f"segment_length must be at least {reserved} "
-                       f"({'A <sep> B <sep> <cls>' if ids_b is not None else 'A <sep> <cls>'}),"
-                       f" got {segment_length}")
-    ids_a = tf.cast(ids_a, tf.int32).with_row_splits_dtype(tf.int64)
+    max_len, ids_a, ids_b = _checked_ids(ids_a, ids_b, segment_length, "segment_length")
     keep_a = ids_a.row_lengths()                                     # [B], all of A
     if ids_b is None:
       len_b = tf.zeros_like(keep_a)
     else:
-      ids_b = tf.cast(ids_b, tf.int32).with_row_splits_dtype(tf.int64)
       len_b = ids_b.row_lengths()
     has_b = len_b > 0                                                # [B]
     keep_b = tf.minimum(len_b, max_len - 3)                          # the tail fits S
