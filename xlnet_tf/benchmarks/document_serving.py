@@ -9,8 +9,8 @@ both raw text in, probabilities out:
             whole text is one segment without memory: attention over N x N (and 2N
             relative positions) per head and layer, quadratic.
 Documents are real text: the bundled State of the Union speeches, concatenated in
-file-name order and cut to N pieces of the SentencePiece model (N - 2 pieces of text, then
-`<sep> <cls>`). One pass is skipped where its attention would not fit `memory_budget_gb`
+file-name order and cut to about N pieces of the SentencePiece model (`document_texts`;
+then `<sep> <cls>`). One pass is skipped where its attention would not fit `memory_budget_gb`
 (an estimate printed with the row).
 """
 
@@ -36,8 +36,9 @@ SPEECHES_GLOB = sample_data.path("sotu", "*.txt")
 
 
 def document_texts(spiece: str, lengths: Sequence[int]) -> Dict[int, str]:
-  """{N: a text of N - 2 pieces} from the speeches, each the first pieces of their
-  concatenation (checked: the text tokenizes back to N - 2 pieces)."""
+  """{N: a text of about N - 2 pieces}: the first N - 2 pieces of the speeches'
+  concatenation, decoded (tokenized again it gives a few more: 1,025 for N = 1,024 and
+  4,100 for 4,096 with the released vocabulary, where decoding joins pieces)."""
   sp = tokenization.load_spiece(spiece)
   text = " ".join(open(p, encoding="utf-8").read().strip()
                   for p in sorted(glob.glob(SPEECHES_GLOB)))
