@@ -106,9 +106,10 @@ def test_document_run_resumes_exactly_is_locked_and_evaluates_every_document(
   assert second["start_step"] == 2 and second["step"] == 4
   assert first["losses"] + second["losses"] == straight["losses"]     # exact resume
   settings = json.loads(open(os.path.join(run_dir, "run_settings.json")).read())
-  assert {k: settings["task"][k] for k in ("mem_len", "bptt_segments", "max_segments",
-                                           "read_from")} == {
-      "mem_len": 16, "bptt_segments": 1, "max_segments": 0, "read_from": "start"}
+  assert {k: settings["task"][k] for k in ("mem_len", "bptt_segments", "bucket_by_segments",
+                                           "max_segments", "read_from")} == {
+      "mem_len": 16, "bptt_segments": 1, "bucket_by_segments": True, "max_segments": 0,
+      "read_from": "start"}
   for override, line in ((",task.mem_len=8", "task.mem_len: 16 in the directory, 8 now"),
                          (",task.bptt_segments=2",
                           "task.bptt_segments: 1 in the directory, 2 now")):
@@ -150,7 +151,8 @@ def test_a_run_directory_written_before_the_document_settings_resumes(spiece_mod
   assert driver.run(params, "train", str(run_dir), stop_at_step=2)["train"]["step"] == 2
   settings_file = run_dir / "run_settings.json"
   settings = json.loads(settings_file.read_text())
-  for name in ("mem_len", "bptt_segments", "max_segments", "read_from"):
+  for name in ("mem_len", "bptt_segments", "bucket_by_segments", "max_segments",
+               "read_from"):
     del settings["task"][name]                             # as an older version wrote it
   settings_file.write_text(json.dumps(settings))
   resumed = driver.run(params, "train", str(run_dir))["train"]
