@@ -267,13 +267,14 @@ def test_pyproject_has_no_extra_without_a_lock():
 
 def test_the_test_extra_is_the_huggingface_extra_and_pytest():
   """[test] spells out [huggingface]'s lines (no self-reference, see pyproject.toml), the
-  same requirements, plus pytest; a PART_OF extra's lines are all in the other extra."""
+  same requirements, plus pytest and pytest-xdist (make test's two processes); a PART_OF
+  extra's lines are all in the other extra."""
   for part, whole in PART_OF.items():
     part_lines, whole_lines = _declared(part), _declared(whole)
     differ = {name: (str(r), str(whole_lines.get(name))) for name, r in part_lines.items()
               if str(whole_lines.get(name)) != str(r)}
     assert not differ, f"[{part}]'s lines differ in [{whole}]: {differ}"
-  assert set(_declared("test")) == set(_declared("huggingface")) | {"pytest"}
+  assert set(_declared("test")) == set(_declared("huggingface")) | {"pytest", "pytest-xdist"}
   assert set(_declared("huggingface")) == {"torch", "transformers"}
 
 
