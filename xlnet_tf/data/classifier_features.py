@@ -317,12 +317,8 @@ def classifier_dataset(path: Union[str, Sequence[str]], batch_size: int, is_trai
     float32 [B, T] (1.0 = padding), label_id int32 [B] (or float32 [B] for regression).
     B is static when the remainder is dropped.
   """
-  paths, info = feature_cache.cache_files(path, "classifier_dataset", FORMAT,
-                                          "classifier features")
-  max_seq_length = int(feature_cache.checked_setting(paths[0], info, "max_seq_length",
-                                                     max_seq_length))
-  is_regression = bool(feature_cache.checked_setting(paths[0], info, "is_regression",
-                                                     is_regression))
+  paths, max_seq_length, is_regression = feature_cache.classifier_cache(
+      path, "classifier_dataset", FORMAT, "classifier features", max_seq_length, is_regression)
   spec = feature_spec(max_seq_length, is_regression)
 
   def parse(serialized):

@@ -170,12 +170,8 @@ def document_dataset(path: Union[str, Sequence[str]], batch_size: int, is_traini
   """
   if drop_remainder is None:
     drop_remainder = is_training
-  paths, info = feature_cache.cache_files(path, "document_dataset", FORMAT,
-                                          "document features")
-  max_seq_length = int(feature_cache.checked_setting(paths[0], info, "max_seq_length",
-                                                     max_seq_length))
-  is_regression = bool(feature_cache.checked_setting(paths[0], info, "is_regression",
-                                                     is_regression))
+  paths, max_seq_length, is_regression = feature_cache.classifier_cache(
+      path, "document_dataset", FORMAT, "document features", max_seq_length, is_regression)
   spec = feature_spec(is_regression)
 
   def parse(serialized):                  # one record -> its segments, LAST segment first

@@ -203,6 +203,17 @@ def checked_setting(path: str, info: Optional[Dict[str, Any]], name: str, given:
   return given
 
 
+def classifier_cache(path: Union[str, Sequence[str]], reader: str, record_format: str,
+                     what: str, max_seq_length: Optional[int],
+                     is_regression: Optional[bool]) -> Tuple[List[str], int, bool]:
+  """(paths, max_seq_length, is_regression) of classifier cache files (`cache_files`): the
+  two settings read from the sidecar, a given value checked against it
+  (`checked_setting`)."""
+  paths, info = cache_files(path, reader, record_format, what)
+  return (paths, int(checked_setting(paths[0], info, "max_seq_length", max_seq_length)),
+          bool(checked_setting(paths[0], info, "is_regression", is_regression)))
+
+
 def record_batches(paths: Sequence[str], parse: Callable[[tf.Tensor], Dict[str, tf.Tensor]],
                    batch_size: int, is_training: bool, seed: Optional[int] = None, *,
                    input_context: Optional[tf.distribute.InputContext] = None,
