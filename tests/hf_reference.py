@@ -69,4 +69,5 @@ def hf_forward(model, inputs, mems=None):
     result["query"] = out.hidden_states[-1].numpy()
   else:
     result["content"] = out.hidden_states[-1].numpy()
+    result["hidden_states"] = [h.numpy() for h in out.hidden_states]   # L + 1 x [B, T, D]
   return result

@@ -185,3 +185,48 @@ def test_an_encoder_without_memory_cannot_read_a_document():
     read_document(XLNetEncoder(small_config()), document)
   with pytest.raises(ValueError, match="bptt_segments must be >= 1, got 0"):
     read_document(XLNetEncoder(small_config(mem_len=5)), document, bptt_segments=0)
+
+
+def test_hidden_states_equal_huggingfaces_layer_by_layer(tmp_path):
+  """output_hidden_states: the word embeddings and every layer's content stream equal
+  HuggingFace's `hidden_states` (n_layer + 1 of them); the last is the content stream."""
+  config = small_config()
+  hf_model = make_hf_model(config, seed=5)
+  hf_model.save_pretrained(os.fspath(tmp_path / "hf"))
+  convert(os.fspath(tmp_path / "hf"), os.fspath(tmp_path / "ours"))
+  encoder = load_pretrained(os.fspath(tmp_path / "ours")).encoder
+  ids = np.random.default_rng(5).integers(10, 50, [2, 9])
+  segment_ids = np.zeros_like(ids)
+  ours = encoder({"input_ids": ids, "segment_ids": segment_ids}, output_hidden_states=True)
+  reference = hf_forward(hf_model, {"input_ids": ids, "segment_ids": segment_ids})
+  assert len(ours["hidden_states"]) == config.n_layer + 1 == len(reference["hidden_states"])
+  for layer, (mine, theirs) in enumerate(zip(ours["hidden_states"],
+                                             reference["hidden_states"])):
+    assert max_rel_error(mine, theirs) <= TOLERANCE, f"hidden state {layer}"
+  np.testing.assert_array_equal(ours["hidden_states"][0],
+                                tf.gather(encoder.word_embedding, ids))
+  np.testing.assert_array_equal(ours["hidden_states"][-1], ours["content"])
+
+
+@pytest.mark.parametrize("layer", [0, 1, -1])
+def test_reading_a_layer_gives_that_hidden_state_of_every_segment(layer):
+  """read_document(layer=k): segment by segment, the encoder's hidden_states[k] of that
+  segment with its memory, as an independent loop over the encoder computes it."""
+  encoder = XLNetEncoder(small_config(mem_len=6))
+  ids = np.random.default_rng(7).integers(5, 50, [1, 12])
+  document = _batch(_document(ids[0], 4))
+  read = read_document(encoder, document, all_segments=True, layer=layer)["all_content"]
+  mems, mems_mask = None, None
+  for k in range(3):
+    inputs = {key: document[key][:, k] for key in document}
+    if mems is not None:
+      inputs.update(mems=mems, mems_mask=mems_mask)
+    out = encoder(inputs, output_hidden_states=True)
+    np.testing.assert_allclose(read[:, k], out["hidden_states"][layer], atol=TOLERANCE)
+    # the reader's memory: the last mem_len of each layer's input, its padding masked
+    mems = out["new_mems"]
+    previous_mask = (np.ones([1, 6], np.float32) if mems_mask is None else mems_mask)
+    mems_mask = np.concatenate([previous_mask, document["input_mask"][:, k]], 1)[:, -6:]
+    if k == 0:      # the reader starts from a memory of padding: pad the first one too
+      mems = [np.concatenate([np.zeros([1, 2, m.shape[-1]], np.float32), m], 1)
+              for m in mems]

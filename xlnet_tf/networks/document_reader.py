@@ -22,7 +22,7 @@ gradient.
   >>> read["content"]                                             # [B, S, D], last segment
 """
 
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
@@ -33,7 +33,8 @@ SEGMENT_KEYS = ("input_ids", "segment_ids", "input_mask")
 
 
 def read_document(encoder: XLNetEncoder, inputs: Mapping[str, Any], bptt_segments: int = 1,
-                  training=None, all_segments: bool = False) -> Dict[str, tf.Tensor]:
+                  training=None, all_segments: bool = False,
+                  layer: Optional[int] = None) -> Dict[str, tf.Tensor]:
   """Reads [B, K, S] segments in order through the memory.
 
   Args:
@@ -44,6 +45,10 @@ def read_document(encoder: XLNetEncoder, inputs: Mapping[str, Any], bptt_segment
     bptt_segments: how many last segments are read with gradient (>= 1).
     training: the encoder's training flag (dropout).
     all_segments: also return every segment's content stream.
+    layer: None for the content stream after the last layer (with the encoder's output
+      dropout); an index of the encoder's `hidden_states` (0: the word embeddings, k: the
+      output of layer k, -1: the last) to return that instead as `content` and
+      `all_content`.
   Returns a dict:
     content: [B, S, D], the last segment's content stream.
     input_mask: [B, S], the last segment's padding mask.
@@ -72,7 +77,9 @@ def read_document(encoder: XLNetEncoder, inputs: Mapping[str, Any], bptt_segment
     with step_dropout.folded_seed(k):
       outputs = encoder({"input_ids": ids[:, k], "segment_ids": segment_ids[:, k],
                          "input_mask": padding[:, k], "mems": mems, "mems_mask": mems_mask},
-                        training=training, memory_gradient=memory_gradient)
+                        training=training, memory_gradient=memory_gradient,
+                        output_hidden_states=layer is not None)
+    content = outputs["content"] if layer is None else outputs["hidden_states"][layer]
     mask = tf.concat([mems_mask, padding[:, k]], axis=1)[:, -config.mem_len:]   # [B, M]
     new_mems = outputs["new_mems"]
     # The last mem_len positions: static M even when S is not (the loop's state keeps
@@ -80,7 +87,7 @@ def read_document(encoder: XLNetEncoder, inputs: Mapping[str, Any], bptt_segment
     for memory in new_mems:
       memory.set_shape([None, config.mem_len, config.d_model])
     mask.set_shape([None, config.mem_len])
-    return outputs["content"], new_mems, mask
+    return content, new_mems, mask
 
   dtype = encoder.compute_dtype
   mems = [tf.zeros([batch, config.mem_len, config.d_model], dtype)

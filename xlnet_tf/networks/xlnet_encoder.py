@@ -42,6 +42,9 @@ class XLNetEncoder(tf_keras.layers.Layer):
     attentions: with `output_attentions=True`, per layer the content stream's attention
       probabilities [B, N, T, K] (K = M + T, memory first), before attention dropout;
       with target_mapping also `query_attentions`, the query stream's [B, N, P, K].
+    hidden_states: with `output_hidden_states=True`, n_layer + 1 tensors [B, T, D]: the
+      word embeddings (after input dropout), then each layer's content stream (the last
+      before the output dropout), as HuggingFace's `hidden_states`.
 
   Example:
     >>> cfg = XLNetConfig(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=100)
@@ -91,7 +94,8 @@ class XLNetEncoder(tf_keras.layers.Layer):
     return normal_initializer(self.config.initializer_range)
 
   def call(self, inputs: Mapping[str, Any], training=None,
-           output_attentions: bool = False, memory_gradient: bool = False) -> Dict[str, Any]:
+           output_attentions: bool = False, memory_gradient: bool = False,
+           output_hidden_states: bool = False) -> Dict[str, Any]:
     c = self.config
     input_ids = inputs["input_ids"]                                    # [B, T]
     segment_ids = inputs.get("segment_ids")
@@ -144,6 +148,7 @@ class XLNetEncoder(tf_keras.layers.Layer):
 
     new_mems = []
     attentions, query_attentions = [], []
+    hidden_states = [content]                   # the content stream into each layer, [B, T, D]
     for i, block in enumerate(self.blocks):
       memory = tf.cast(mems[i], content.dtype) if mems is not None else None
       if c.mem_len > 0:
@@ -156,6 +161,7 @@ class XLNetEncoder(tf_keras.layers.Layer):
           seg_embed=self.seg_embed[i], content_mask=content_mask,
           content_segments=segments, training=training,
           return_attention=bool(output_attentions), **query_inputs)
+      hidden_states.append(content)
       if output_attentions:
         content_probs, query_probs = maps[0]
         attentions.append(content_probs)
@@ -164,6 +170,8 @@ class XLNetEncoder(tf_keras.layers.Layer):
     outputs = {"content": self.dropout(content, training=training), "new_mems": new_mems}
     if query is not None:
       outputs["query"] = self.dropout(query, training=training)
+    if output_hidden_states:
+      outputs["hidden_states"] = hidden_states    # n_layer + 1 x [B, T, D]
     if output_attentions:
       outputs["attentions"] = attentions          # per layer: content stream [B, N, T, K]
       if query is not None:

@@ -59,7 +59,7 @@ class EncoderServing(tf.Module):
   """
 
   def __init__(self, encoder, spiece_model: str, max_seq_length: int, lower: bool = False,
-               keep_accents: bool = False):
+               keep_accents: bool = False, layer: Optional[int] = None):
     super().__init__(name="xlnet_encoder_serving")
     config = encoder.config
     if config.mem_len <= 0 or config.reuse_len:
@@ -67,6 +67,7 @@ class EncoderServing(tf.Module):
                        f"memory and needs an encoder with mem_len > 0 and reuse_len 0, got "
                        f"mem_len {config.mem_len}, reuse_len {config.reuse_len}")
     self.encoder = encoder
+    self.layer = layer
     self.max_seq_length = max_seq_length
     self.document_mem_len = config.mem_len
     self.text_encoder = XLNetTextEncoder(spiece_model, lower=lower,
@@ -81,16 +82,29 @@ class EncoderServing(tf.Module):
     return {"hidden_states": hidden, "input_mask": features["input_mask"],
             "summary": hidden[:, -1]}                                       # [B, D]
 
+  @property
+  def reads_word_embeddings(self) -> bool:
+    """Whether `layer` is the word-embedding table (no encoder run needed)."""
+    return self.layer in (0, -self.encoder.config.n_layer - 1)
+
   def read(self, features: Dict[str, tf.Tensor]) -> tf.Tensor:
-    """The content stream of document features [B, K, S] -> float32 [B, K, S, D]: one
-    segment (K = 1) without memory, else every segment in order through the memory."""
+    """The content stream (or hidden state `layer`) of document features [B, K, S] ->
+    float32 [B, K, S, D]: one segment (K = 1) without memory, else every segment in order
+    through the memory; the word-embedding table's rows for `layer` 0."""
+    if self.reads_word_embeddings:
+      return tf.cast(tf.gather(self.encoder.word_embedding, features["input_ids"]),
+                     tf.float32)
     def one_segment():
       inputs = {key: features[key][:, 0] for key in FEATURE_KEYS}           # [B, S]
-      return self.encoder(inputs, training=False)["content"][:, tf.newaxis]
+      outputs = self.encoder(inputs, training=False,
+                             output_hidden_states=self.layer is not None)
+      content = outputs["content"] if self.layer is None else (
+          outputs["hidden_states"][self.layer])
+      return content[:, tf.newaxis]
     def segments():
       inputs = {key: features[key] for key in FEATURE_KEYS}               # [B, K, T]
-      return read_document(self.encoder, inputs, training=False,
-                           all_segments=True)["all_content"]
+      return read_document(self.encoder, inputs, training=False, all_segments=True,
+                           layer=self.layer)["all_content"]
     content = tf.cond(tf.equal(tf.shape(features["input_ids"])[1], 1), one_segment,
                       segments)
     return tf.cast(content, tf.float32)
@@ -99,7 +113,11 @@ class EncoderServing(tf.Module):
     """serving_document (see the module docstring): text string [B] -> embedding [B, D],
     token_embeddings [B, L, D], token_mask [B, L], token_ids [B, L]."""
     checked = check_shapes(DOCUMENT_SIGNATURE, {"text": (text, [None], TEXTS)})
-    features = self.text_encoder.document_inputs(checked["text"], None, self.max_seq_length,
+    return self.text_embeddings(self.text_encoder.tokenize(checked["text"]))
+
+  def text_embeddings(self, ids: tf.RaggedTensor) -> Dict[str, tf.Tensor]:
+    """`document`'s outputs for texts already in pieces, ids RaggedTensor [B, (n)]."""
+    features = self.text_encoder.document_layout(ids, None, self.max_seq_length,
                                                  bucketed=True, text_span=True)
     content = self.read(features)                                           # [B, K, S, D]
     shape = tf.shape(content)

@@ -281,6 +281,27 @@ def race_card(module) -> ExportCard:
                "max_qa_length": module.max_qa_length})
 
 
+def ranker_card(module) -> ExportCard:
+  """`ranker_export.RankerServing`: the scores and kernel features of probe documents
+  (the long probe text among them, read through the memory) for one query."""
+  spec = module.spec
+  layer = ("the word-embedding table (context-free)" if module.model.static_embeddings
+           else f"hidden state {spec.embedding_layer} of the frozen encoder")
+  return ExportCard(
+      task="ranking", title="XLNet K-NRM ranker, SavedModel", python_fn=module.rank,
+      inputs={"documents": list(PROBE_CONTEXTS) + [PROBE_LONG_TEXT],
+              "query": PROBE_QUESTIONS[0]},
+      keys=("scores", "features"),
+      details={"Token embeddings": layer,
+               "Reading": f"segments of {spec.max_seq_length} pieces through a memory of "
+                          f"{spec.mem_len} positions; documents cut to "
+                          + (f"{spec.max_document_pieces} pieces" if spec.max_document_pieces
+                             else "nothing (read whole)"),
+               "Kernels": f"{spec.n_kernels} (sigma {spec.sigma}, exact-match sigma "
+                          f"{spec.exact_sigma})",
+               "uncased": spec.uncased, "keep_accents": spec.keep_accents})
+
+
 def encoder_card(module) -> ExportCard:
   """`encoder_export.EncoderServing`: hidden states and the <cls> summary (the parity of
   serving_default; serving_document is described)."""

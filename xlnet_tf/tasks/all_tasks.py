@@ -6,5 +6,6 @@ task adds its module here."""
 from xlnet_tf.tasks import classification  # noqa: F401
 from xlnet_tf.tasks import pretraining  # noqa: F401
 from xlnet_tf.tasks import race  # noqa: F401
+from xlnet_tf.tasks import ranking  # noqa: F401
 from xlnet_tf.tasks import squad  # noqa: F401
 from xlnet_tf.tasks import tagging  # noqa: F401

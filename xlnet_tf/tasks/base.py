@@ -424,6 +424,14 @@ class XLNetTask(base_task.Task):
     fine-tuning tasks always evaluate (their metrics are over whole examples)."""
     raise NotImplementedError
 
+  def write_evaluation_files(self, directory: str,
+                             split: Optional[str] = None) -> Sequence[str]:
+    """Writes what the last `evaluate` produced beside its results into `directory` (the
+    ranking task's TREC run file); `split` None: a model directory (best/), else the
+    evaluated split's name. Returns the paths written (none by default)."""
+    del directory, split
+    return []
+
   def spec_values(self) -> Dict[str, Any]:
     """The spec's values as its file records them."""
     return model_directory.spec_values(self.spec)

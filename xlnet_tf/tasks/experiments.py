@@ -17,6 +17,10 @@
                         released script saves no intermediate checkpoint, here one every
                         1000 steps (its README scripts' --save_steps) (give data_dir)
   xlnet/tagging         the fine-tuning defaults on the Brown corpus (bundled subset)
+  xlnet/ranking         K-NRM over a frozen pretrained XLNet (the paper's ClueWeb09-B
+                        reranking): lr 1e-3, Adam epsilon 1e-5 as K-NRM's release, batch 32
+                        pairs, 2000 steps; BM25's top 100 reranked (give init_checkpoint and
+                        the collection's files)
 
 The task defaults are in each task's config (`xlnet_tf/tasks/<task>.py`). YAML files in
 experiments/configs override them (`--config_file`; a tiny `<task>_demo.yaml` for each),
@@ -29,6 +33,7 @@ from official.core import exp_factory
 from xlnet_tf.tasks import classification
 from xlnet_tf.tasks import pretraining
 from xlnet_tf.tasks import race
+from xlnet_tf.tasks import ranking
 from xlnet_tf.tasks import squad
 from xlnet_tf.tasks import tagging
 
@@ -38,6 +43,7 @@ CLASSIFICATION = classification.KIND.experiment
 SQUAD = squad.KIND.experiment
 RACE = race.KIND.experiment
 TAGGING = tagging.KIND.experiment
+RANKING = ranking.KIND.experiment
 
 
 def _experiment(task: cfg.TaskConfig, train_steps: int, steps_per_loop: int,
@@ -80,3 +86,8 @@ def race_experiment() -> cfg.ExperimentConfig:
 @exp_factory.register_config_factory(TAGGING)
 def tagging_experiment() -> cfg.ExperimentConfig:
   return _experiment(tagging.TaggingConfig(), 1000, 100, 1000, 1000)
+
+
+@exp_factory.register_config_factory(RANKING)
+def ranking_experiment() -> cfg.ExperimentConfig:
+  return _experiment(ranking.RankingConfig(), 2000, 100, 500, 500)

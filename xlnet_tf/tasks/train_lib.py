@@ -299,6 +299,7 @@ def _best_model_action(task: base.XLNetTask, model, optimizer, model_dir: str,
     staging = f"{best_dir}.new-{os.getpid()}"        # the model and its results, whole
     task.save_model_dir(model, staging, results)
     _write_json(os.path.join(staging, RESULTS_FILE), results)
+    task.write_evaluation_files(staging)
     model_directory.replace_directory(staging, best_dir)
     logging.info("new best %s %.4f at step %d: %s", task.METRIC, value, results["step"],
                  best_dir)
@@ -408,6 +409,7 @@ def evaluate(task: base.XLNetTask, params, model_dir: str) -> Dict[str, Any]:
   results = {"step": step, "checkpoint": os.path.basename(latest), **results}
   split = params.task.validation_data.split
   _write_json(os.path.join(model_dir, f"eval_results_{split}.json"), results)
+  task.write_evaluation_files(model_dir, split)
   writer = tf.summary.create_file_writer(os.path.join(model_dir,
                                                       loop.EVAL_SUMMARY_DIR))
   train_utils.write_summary(writer, step, {k: v for k, v in results.items()

@@ -1,0 +1,552 @@
+"""Document ranking as in the XLNet paper (Table 2, appendix A.3) as a Model Garden task:
+K-NRM's kernel pooling over the token embeddings of a frozen pretrained XLNet reranks the
+top candidates of BM25 (or of a given TREC run), trained with K-NRM's pairwise hinge loss.
+
+  >>> params = exp_factory.get_exp_config("xlnet/ranking")   # + ranking_demo.yaml
+  >>> task = task_factory.get_task(params.task)
+
+The inputs are files in the field's formats (`data.trec_files`): queries (TSV or TREC
+topics), documents (JSONL or TREC), qrels and, optionally, a candidate run; without one the
+candidates are BM25's top `num_candidates` (`data.bm25_candidates`, cached). The token
+embeddings of every query and every candidate document are computed once per (model,
+collection) and cached on disk (`data.embedding_store`, in the split's cache_dir) by the
+same graph the SavedModel serves with (`serving.ranker_export.RankerServing.embed`), so a
+served score is the evaluated one. Training reads (query, relevant document, less relevant
+document) triples of the training queries' candidates; evaluation reranks each evaluation
+query's candidates and scores the run with ir-measures (`evaluation.ranking_metrics`:
+NDCG@20 and ERR@20 as the TREC Web Track's gdeval computes them, MAP, P@20), next to the
+candidates' own ranking (BM25 alone) on the same queries. The reranked run is written as a
+TREC run file beside the results (`write_evaluation_files`).
+
+`folds` > 0 splits the queries of one file into folds by their order in it (query i is in
+fold i mod folds): the training split reads every fold but `fold`, the evaluation split
+`fold` only, as the paper's cross-validation (`pipelines.ranking` runs every fold).
+"""
+
+import dataclasses
+import hashlib
+import logging
+import os
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from official.core import config_definitions as cfg
+from official.core import task_factory
+import tensorflow as tf
+import tf_keras
+
+from xlnet_tf import model_card
+from xlnet_tf import model_directory
+from xlnet_tf import task_kind
+from xlnet_tf.data import bm25_candidates
+from xlnet_tf.data import embedding_store
+from xlnet_tf.data import sample_data
+from xlnet_tf.data import trec_files
+from xlnet_tf.evaluation import ranking_metrics
+from xlnet_tf.models import xlnet_ranker
+from xlnet_tf.models.xlnet_ranker import RankerSpec
+from xlnet_tf.models.xlnet_ranker import XLNetRanker
+from xlnet_tf.models.xlnet_ranker import build_ranker
+from xlnet_tf.serving import ranker_export
+from xlnet_tf.tasks import base
+
+BUNDLED = "sample_data:ranking/moby_dick/"
+BUNDLED_QUERIES = BUNDLED + "queries.tsv"
+BUNDLED_DOCUMENTS = BUNDLED + "documents.jsonl"
+BUNDLED_QRELS = BUNDLED + "qrels.txt"
+EMBED_BATCH = 8                      # texts per call when embedding a collection
+CUTOFF = 20                          # NDCG@20, ERR@20, P@20: the paper's and the Web Track's
+MEASURES = tuple(ranking_metrics.measure_key(m, CUTOFF) for m in ranking_metrics.MEASURES)
+
+
+# ---- the loss (the trainer's `LossFn`: sum over the micro-batch, count) ------------------
+
+def ranking_loss(outputs, batch):
+  """K-NRM's pairwise hinge loss: max(0, 1 - s(q, d+) + s(q, d-)) summed over the
+  micro-batch's (query, d+, d-) triples (outputs["scores"] [B, 2]: d+ then d-), and their
+  number."""
+  scores = outputs["scores"]
+  del batch
+  hinge = tf.maximum(0.0, 1.0 - scores[:, 0] + scores[:, 1])
+  return tf.reduce_sum(hinge), tf.cast(tf.shape(scores)[0], tf.float32)
+
+
+def _no_head_variables(model, task_name):
+  del model, task_name
+  raise ValueError("a ranker has no released head to import: the original code has no "
+                   "ranking head (the paper's K-NRM ranker was not released); train one "
+                   "with the xlnet/ranking experiment")
+
+
+KIND = task_kind.register(task_kind.TaskKind(
+    name="ranker", description="K-NRM ranking head over frozen token embeddings "
+                               "(kernel_pooling, score/{kernel,bias})",
+    model_class=XLNetRanker, build_model=build_ranker, spec_class=RankerSpec,
+    card_task="ranking", export=ranker_export.export_ranker,
+    released_head="none (the paper's ranker was not released): score/{kernel,bias}",
+    head_variables=_no_head_variables, hf_architectures_in=(),
+    hf_architecture_out=None,
+    hf_not_exportable="HuggingFace has no kernel-pooling ranking head for XLNet",
+    max_seq_length=512, experiment="xlnet/ranking", loss=ranking_loss))
+
+
+@dataclasses.dataclass
+class RankingDataConfig(base.TaskDataConfig):
+  """The queries and judgments of one split (see `base.TaskDataConfig`).
+
+  queries: a TSV `qid<TAB>text` or TREC topic file ("": the bundled collection's).
+  qrels: TREC qrels ("": the bundled collection's).
+  candidates: a TREC run whose top num_candidates per query are reranked ("": BM25's).
+  global_batch_size: for training, the (query, d+, d-) triples of a step; evaluation
+    scores one query's candidates at a time.
+  """
+  queries: str = ""
+  qrels: str = ""
+  candidates: str = ""
+
+
+@dataclasses.dataclass
+class RankingConfig(cfg.TaskConfig):
+  """Reranking with K-NRM over a frozen pretrained XLNet.
+
+  init_checkpoint: the pretrained model directory or preset name (required: the token
+    embeddings are its).
+  documents: the collection, JSONL `{"docid", "text"}` or TREC `<DOC>` ("": the bundled
+    Moby-Dick collection, constructed: data_prep/sample_data/ranking/moby_dick/).
+  num_candidates: how many candidates per query are reranked (BM25's top k, or the
+    candidate run's).
+  embedding_layer: the encoder's hidden state the token embeddings are: -1 the last
+    layer (the released code's sequence output: the paper's choice), 0 the
+    word-embedding table (context-free), k the output of layer k.
+  max_seq_length, mem_len: a text is read in segments of max_seq_length pieces through a
+    memory of mem_len positions.
+  max_document_pieces: documents are cut to their first this many pieces (0: whole).
+  n_kernels, sigma, exact_sigma: K-NRM's kernels.
+  folds, fold: cross-validation by query folds (0: the splits' own files).
+  """
+  model: base.XLNetModelConfig = dataclasses.field(default_factory=base.XLNetModelConfig)
+  documents: str = ""
+  num_candidates: int = 100
+  embedding_layer: int = -1
+  max_seq_length: int = 512
+  mem_len: int = 512
+  max_document_pieces: int = 0
+  n_kernels: int = 11
+  sigma: float = 0.1
+  exact_sigma: float = 1e-3
+  folds: int = 0
+  fold: int = 0
+  train_data: RankingDataConfig = base.data_config("train", True, 32, RankingDataConfig)
+  validation_data: RankingDataConfig = base.data_config("test", False, 1, RankingDataConfig)
+  optimization: base.FinetuneSettings = dataclasses.field(
+      default_factory=lambda: base.FinetuneSettings(
+          learning_rate=1e-3, adam_epsilon=1e-5, warmup_steps=0, weight_decay=0.0))
+
+
+@dataclasses.dataclass
+class SplitData:
+  """What a split reads: its queries (after the fold), their candidates and judgments,
+  and the files' identities for the run settings."""
+  queries: Dict[str, str]                         # qid -> text, this split's
+  all_queries: Dict[str, str]                     # qid -> text, the whole file's
+  candidates: Dict[str, List[Tuple[str, float]]]  # qid -> [(docid, score)], best first
+  qrels: Dict[str, Dict[str, int]]                # this split's queries' judgments
+  sources: Dict[str, Any]
+
+
+def _resolve(value: str, bundled: str) -> str:
+  return sample_data.resolve(value or bundled)
+
+
+def _file_sha256(path: str) -> str:
+  digest = hashlib.sha256()
+  with tf.io.gfile.GFile(path, "rb") as f:
+    for block in iter(lambda: f.read(1 << 22), b""):
+      digest.update(block)
+  return digest.hexdigest()
+
+
+@task_factory.register_task_cls(RankingConfig)
+class RankingTask(base.XLNetTask):
+  """K-NRM reranking: inputs (cached embeddings), loss, evaluation, run files, export."""
+
+  KIND = KIND
+  INPUT_KEYS = xlnet_ranker.INPUT_KEYS
+  LABEL_KEY = "scores"
+  METRIC = "ndcg@20"
+  RUN_FILE = "run.trec"
+
+  def __init__(self, params: RankingConfig, logging_dir: Optional[str] = None,
+               name: Optional[str] = None):
+    super().__init__(params, logging_dir=logging_dir, name=name)
+    check_ranking_settings(params)
+    self._collection: Optional[Dict[str, str]] = None
+    self._splits: Dict[Tuple, SplitData] = {}
+    self._stores: Dict[str, embedding_store.EmbeddingStore] = {}
+    self._fingerprint: Optional[str] = None
+    self.last_run: Optional[Dict[str, List[Tuple[str, float]]]] = None
+    self.timings: Dict[str, float] = {}
+
+  # ---- what the task is ------------------------------------------------------------------
+
+  @property
+  def spec(self) -> RankerSpec:
+    """The ranker's spec: the task's settings, and the pretrained model's text
+    normalisation (its text.json), which the ranker reads text with."""
+    params = self.task_config
+    text = model_directory.read_text_settings(self.init_dir(), spec_files=())
+    return RankerSpec(
+        embedding_layer=params.embedding_layer, max_seq_length=params.max_seq_length,
+        mem_len=params.mem_len, max_document_pieces=params.max_document_pieces,
+        n_kernels=params.n_kernels, sigma=params.sigma, exact_sigma=params.exact_sigma,
+        uncased=text["uncased"], keep_accents=text["keep_accents"])
+
+  def spec_values(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self.spec)
+
+  def check(self, training: bool = True, evaluating: bool = False) -> None:
+    """`XLNetTask.check` (the network, the SentencePiece model), and that every input
+    file reads (each malformed line named) before anything is built."""
+    super().check(training, evaluating)
+    if training:
+      self.split_data(self.task_config.train_data)
+    if evaluating:
+      self.split_data(self.task_config.validation_data)
+
+  def check_text_settings(self) -> None:
+    """The ranker reads text with the pretrained model's own normalisation (the spec
+    takes it from the init checkpoint): nothing to check."""
+
+  def build_model(self) -> tf_keras.Model:
+    return self.spec.build_model(self.xlnet_config())
+
+  # ---- the files ---------------------------------------------------------------------------
+
+  def collection(self) -> Dict[str, str]:
+    """docid -> text of the collection (read once)."""
+    if self._collection is None:
+      self._collection = trec_files.read_documents(
+          _resolve(self.task_config.documents, BUNDLED_DOCUMENTS))
+    return self._collection
+
+  def _fold_of(self, position: int) -> int:
+    return position % self.task_config.folds
+
+  def split_data(self, data: RankingDataConfig) -> SplitData:
+    """The split's queries, candidates and judgments, read and checked once: every
+    candidate must be in the collection; judged documents missing from it are reported
+    (a warning and the results' `judged_not_in_collection`)."""
+    params = self.task_config
+    paths = (_resolve(data.queries, BUNDLED_QUERIES), _resolve(data.qrels, BUNDLED_QRELS),
+             data.candidates and sample_data.resolve(data.candidates))
+    cache_key = paths + (data.is_training,)
+    if cache_key in self._splits:
+      return self._splits[cache_key]
+    queries_path, qrels_path, run_path = paths
+    all_queries = trec_files.read_queries(queries_path)
+    qrels = trec_files.read_qrels(qrels_path)
+    documents = self.collection()
+    if params.folds:
+      keep_fold = (lambda f: f != params.fold) if data.is_training else (
+          lambda f: f == params.fold)
+      queries = {qid: text for i, (qid, text) in enumerate(all_queries.items())
+                 if keep_fold(self._fold_of(i))}
+    else:
+      queries = dict(all_queries)
+    if not queries:
+      raise ValueError(f"task.{base.data_name(data)}: no queries in {queries_path}"
+                       + (f" for fold {params.fold}" if params.folds else ""))
+    if run_path:
+      run = trec_files.read_run(run_path)
+      unknown = sorted({docid for ranking in run.values() for docid, _ in ranking
+                        if docid not in documents})
+      if unknown:
+        raise ValueError(f"task.{base.data_name(data)}.candidates: {run_path} ranks "
+                         f"{len(unknown)} documents that are not in the collection "
+                         f"(task.documents), e.g. {unknown[:5]}")
+      candidates = {qid: run.get(qid, [])[:params.num_candidates] for qid in all_queries}
+      candidate_source = {"run": run_path, "sha256": _file_sha256(run_path)}
+    else:
+      candidates = bm25_candidates.bm25_candidates(
+          all_queries, documents, k=params.num_candidates,
+          cache_dir=os.path.join(self.cache_dir(data), "bm25"))
+      candidate_source = {"bm25": params.num_candidates}
+    empty = [qid for qid in queries if not candidates.get(qid)]
+    if empty:
+      logging.warning("task.%s: %d queries have no candidates (they score 0), e.g. %s",
+                      base.data_name(data), len(empty), empty[:5])
+    split_qrels = {qid: qrels[qid] for qid in queries if qid in qrels}
+    missing = trec_files.missing_judged_documents(split_qrels, documents)
+    if missing:
+      logging.warning("%s: %d judged documents of the %s queries are not in the "
+                      "collection, e.g. %s; they count as relevant documents not found",
+                      qrels_path, len(missing), base.data_name(data), missing[:5])
+    sources = {"queries": _file_sha256(queries_path), "qrels": _file_sha256(qrels_path),
+               "candidates": candidate_source, "folds": params.folds,
+               "fold": params.fold if params.folds else None,
+               "judged_not_in_collection": len(missing)}
+    split = SplitData(queries, all_queries, candidates, split_qrels, sources)
+    self._splits[cache_key] = split
+    return split
+
+  # ---- the embeddings --------------------------------------------------------------------
+
+  def model_fingerprint(self) -> str:
+    """A sha256 of the pretrained model's files (config, weights, SentencePiece model)."""
+    if self._fingerprint is None:
+      directory = self.init_dir()
+      digest = hashlib.sha256()
+      names = sorted(tf.io.gfile.listdir(directory))
+      for name in names:
+        if (name.startswith(model_directory.CHECKPOINT_PREFIX) or
+            name in (model_directory.CONFIG_FILE, model_directory.SPIECE_FILE)):
+          digest.update(name.encode() + b"\0" + _file_sha256(
+              os.path.join(directory, name)).encode() + b"\n")
+      self._fingerprint = digest.hexdigest()
+    return self._fingerprint
+
+  def _embedding_settings(self) -> Dict[str, Any]:
+    spec = self.spec
+    return {"model": self.model_fingerprint(), "embedding_layer": spec.embedding_layer,
+            "max_seq_length": spec.max_seq_length, "mem_len": spec.mem_len,
+            "uncased": spec.uncased, "keep_accents": spec.keep_accents,
+            "dtype": np.dtype(embedding_store.DTYPE).name}
+
+  def _embedder(self) -> ranker_export.RankerServing:
+    model = self.build_model()
+    self.initialize(model)
+    return ranker_export.RankerServing(model, self.spec, self.spiece_model())
+
+  def embeddings(self, data: RankingDataConfig, what: str) -> embedding_store.EmbeddingStore:
+    """The cached token embeddings of the split's file's queries (`what` "queries") or of
+    the candidates of all its queries ("documents"), computed on first use."""
+    split = self.split_data(data)
+    if what == "queries":
+      texts, max_pieces = split.all_queries, 0
+    else:
+      documents = self.collection()
+      ids = sorted({docid for ranking in split.candidates.values() for docid, _ in ranking})
+      texts, max_pieces = {docid: documents[docid] for docid in ids}, (
+          self.spec.max_document_pieces)
+    key = embedding_store.settings_key({**self._embedding_settings(), "what": what,
+                                        "max_pieces": max_pieces,
+                                        "texts": embedding_store.texts_sha256(texts)})
+    path = embedding_store.store_path(os.path.join(self.cache_dir(data), "embeddings"),
+                                      what, key)
+    if path in self._stores:
+      return self._stores[path]
+    if not embedding_store.exists(path):
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      seconds = self._write_embeddings(path, key, texts, max_pieces)
+      self.timings[f"embed_{what}_seconds"] = seconds
+      logging.info("embedded %d %s in %.1f s: %s", len(texts), what, seconds, path)
+    store = embedding_store.open_store(path)
+    self._stores[path] = store
+    return store
+
+  def _write_embeddings(self, path: str, key: str, texts: Dict[str, str],
+                        max_pieces: int) -> float:
+    embedder = self._embedder()
+    embed = tf.function(lambda batch: embedder.embed(batch, max_pieces),
+                        input_signature=[tf.TensorSpec([None], tf.string)])
+    ids = sorted(texts, key=lambda i: (len(texts[i]), i))     # similar lengths together
+    start = time.perf_counter()
+
+    def vectors():
+      for first in range(0, len(ids), EMBED_BATCH):
+        batch = ids[first:first + EMBED_BATCH]
+        out = embed(tf.constant([texts[i] for i in batch]))
+        emb, mask = out["token_embeddings"].numpy(), out["token_mask"].numpy()
+        for row in range(len(batch)):
+          yield emb[row, :int(mask[row].sum())]
+    embedding_store.write(path, key, ids, vectors(), embedder.model.config.d_model,
+                          info={"texts": len(ids)})
+    return time.perf_counter() - start
+
+  # ---- training ----------------------------------------------------------------------------
+
+  def training_triples(self, data: RankingDataConfig) -> np.ndarray:
+    """int64 [P, 3]: (query, better document, worse document) as positions in the
+    embedding stores, every pair of a training query's candidates whose grades differ
+    (an unjudged candidate has grade 0), in query and rank order."""
+    split = self.split_data(data)
+    queries = self.embeddings(data, "queries")
+    documents = self.embeddings(data, "documents")
+    triples = []
+    for qid in split.queries:
+      grades = split.qrels.get(qid, {})
+      ranked = [(documents.position[docid], grades.get(docid, 0))
+                for docid, _ in split.candidates.get(qid, [])]
+      q = queries.position[qid]
+      for better, better_grade in ranked:
+        for worse, worse_grade in ranked:
+          if better_grade > worse_grade:
+            triples.append((q, better, worse))
+    if not triples:
+      raise ValueError(f"task.train_data: no training pairs: no training query has "
+                       f"candidates of different relevance grades (check the qrels and "
+                       f"the candidates)")
+    return np.asarray(triples, np.int64)
+
+  def _lengths(self, data: RankingDataConfig) -> Tuple[int, int]:
+    """(Q, N): the longest query and the longest candidate document in pieces (at least
+    1), the static shapes of a batch."""
+    queries = self.embeddings(data, "queries")
+    documents = self.embeddings(data, "documents")
+    return (max(1, int(queries.lengths.max(initial=0))),
+            max(1, int(documents.lengths.max(initial=0))))
+
+  def train_run_settings(self, data, strategy) -> Dict[str, Any]:
+    split = self.split_data(data)
+    return {"task": {**self.run_settings(), "num_candidates": self.task_config.num_candidates},
+            "train_data": {**split.sources,
+                           "documents": self.embeddings(data, "documents").key,
+                           "queries_embedded": self.embeddings(data, "queries").key},
+            "train_batch_size": data.global_batch_size,
+            "replicas": strategy.num_replicas_in_sync}
+
+  def prepare_validation(self, data: RankingDataConfig) -> None:
+    self.embeddings(data, "queries")
+    self.embeddings(data, "documents")
+
+  def build_inputs(self, params: RankingDataConfig,
+                   input_context: Optional[tf.distribute.InputContext] = None
+                   ) -> tf.data.Dataset:
+    """Training micro-batches of (query, d+, d-) triples, shuffled with the data seed and
+    repeated: query_embeddings [b, Q, D], query_mask [b, Q], document_embeddings
+    [b, 2, N, D], document_mask [b, 2, N] (d+ first)."""
+    if not params.is_training:
+      raise ValueError("the ranking task evaluates whole rankings (evaluate), not batches")
+    triples = self.training_triples(params)
+    queries = self.embeddings(params, "queries")
+    documents = self.embeddings(params, "documents")
+    q_len, n_len = self._lengths(params)
+    dim = documents.dim
+    batch_size = self.replica_batch_size(params, input_context)
+
+    def load(batch):
+      q, q_mask = queries.padded(batch[:, 0], q_len)
+      d, d_mask = documents.padded(batch[:, 1:], n_len)
+      return q, q_mask, d, d_mask
+
+    def to_inputs(batch):
+      q, q_mask, d, d_mask = tf.numpy_function(
+          load, [batch], (tf.float32, tf.float32, tf.float32, tf.float32))
+      q.set_shape([batch_size, q_len, dim])
+      q_mask.set_shape([batch_size, q_len])
+      d.set_shape([batch_size, 2, n_len, dim])
+      d_mask.set_shape([batch_size, 2, n_len])
+      return {"query_embeddings": q, "query_mask": q_mask, "document_embeddings": d,
+              "document_mask": d_mask}
+
+    dataset = tf.data.Dataset.from_tensor_slices(triples)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+      dataset = dataset.shard(input_context.num_input_pipelines,
+                              input_context.input_pipeline_id)
+    dataset = dataset.shuffle(len(triples), seed=params.seed,
+                              reshuffle_each_iteration=True).repeat()
+    return dataset.batch(batch_size, drop_remainder=True).map(to_inputs).prefetch(2)
+
+  def train_dataset_fn(self, data: RankingDataConfig, grad_accum_steps: int):
+    def dataset_fn(ctx, start_step):
+      replicas_per_pipeline = ctx.num_replicas_in_sync // ctx.num_input_pipelines
+      return self.build_inputs(data, ctx).skip(
+          start_step * grad_accum_steps * replicas_per_pipeline)
+    return dataset_fn
+
+  # ---- evaluation --------------------------------------------------------------------------
+
+  def rerank(self, model: tf_keras.Model, data: RankingDataConfig
+             ) -> Dict[str, List[Tuple[str, float]]]:
+    """qid -> [(docid, score)] of the split's queries, the candidates in the model's
+    order (ties by the candidates' order)."""
+    split = self.split_data(data)
+    queries = self.embeddings(data, "queries")
+    documents = self.embeddings(data, "documents")
+    q_len, n_len = self._lengths(data)
+    width = max(1, max(len(c) for c in split.candidates.values()) if split.candidates else 1)
+    score = tf.function(lambda inputs: model(inputs, training=False)["scores"])
+    run = {}
+    start = time.perf_counter()
+    for qid in split.queries:
+      ranking = split.candidates.get(qid, [])
+      if not ranking:
+        run[qid] = []
+        continue
+      positions = np.zeros([1, width], np.int64)
+      positions[0, :len(ranking)] = [documents.position[d] for d, _ in ranking]
+      q, q_mask = queries.padded(np.asarray([queries.position[qid]]), q_len)
+      d, d_mask = documents.padded(positions, n_len)
+      d_mask[0, len(ranking):] = 0.0
+      scores = score({"query_embeddings": q, "query_mask": q_mask,
+                      "document_embeddings": d, "document_mask": d_mask}).numpy()[0]
+      order = sorted(range(len(ranking)), key=lambda i: (-scores[i], i))
+      run[qid] = [(ranking[i][0], float(scores[i])) for i in order]
+    self.timings["rerank_seconds_per_query"] = (
+        (time.perf_counter() - start) / max(1, len(split.queries)))
+    return run
+
+  def evaluate(self, model: tf_keras.Model, params: Optional[RankingDataConfig] = None,
+               num_steps: int = -1) -> Dict[str, Any]:
+    """The reranked run's NDCG@20, ERR@20, MAP and P@20 over the split's queries (their
+    judgments), and the candidates' own (prefixed "candidates_": BM25 alone unless a run
+    was given); the run is kept for `write_evaluation_files`."""
+    del num_steps
+    data = params or self.task_config.validation_data
+    split = self.split_data(data)
+    run = self.rerank(model, data)
+    self.last_run = run
+    results = ranking_metrics.evaluate_run(split.qrels, run, cutoff=CUTOFF)
+    baseline = ranking_metrics.evaluate_run(
+        split.qrels, {qid: split.candidates.get(qid, []) for qid in split.queries},
+        cutoff=CUTOFF)
+    out = {name: results[name] for name in MEASURES}
+    out.update({f"candidates_{name}": baseline[name]
+                for name in MEASURES})
+    out["num_queries"] = len(split.queries)
+    out["judged_not_in_collection"] = split.sources["judged_not_in_collection"]
+    return out
+
+  def write_evaluation_files(self, directory: str, split: Optional[str] = None) -> List[str]:
+    """The last evaluation's reranked run as a TREC run file in `directory`: run.trec
+    (`split` None: a model directory's) or run_<split>.trec."""
+    if self.last_run is None:
+      return []
+    path = os.path.join(directory, self.RUN_FILE if split is None else f"run_{split}.trec")
+    trec_files.write_run(path, self.last_run, tag="xlnet-knrm")
+    return [path]
+
+  def write_model_card(self, model, directory: str, details: Dict[str, str]) -> str:
+    init = self.task_config.init_checkpoint
+    return model_card.write(
+        directory, title="XLNet K-NRM ranker", source=f"K-NRM trained over {init}",
+        licence=(init and model_card.read_licence(self.init_dir())) or
+        "unknown: see the source", config=model.config.to_dict(), task="ranking",
+        labels=None, details=details)
+
+
+def check_ranking_settings(params: RankingConfig) -> None:
+  """Raises ValueError, naming the field, for settings that cannot be."""
+  if not params.init_checkpoint:
+    raise ValueError("task.init_checkpoint must name a pretrained model (a directory or "
+                     "preset name): the ranker ranks with its frozen token embeddings")
+  checks = (("num_candidates", params.num_candidates >= 1, ">= 1"),
+            ("max_seq_length", params.max_seq_length >= 3, ">= 3 (a piece, <sep>, <cls>)"),
+            ("mem_len", params.mem_len >= 1, ">= 1 (documents are read through the "
+                                              "memory)"),
+            ("max_document_pieces", params.max_document_pieces >= 0, ">= 0 (0: whole)"),
+            ("n_kernels", params.n_kernels >= 2, ">= 2"),
+            ("sigma", params.sigma > 0, "> 0"), ("exact_sigma", params.exact_sigma > 0, "> 0"),
+            ("folds", params.folds == 0 or params.folds >= 2, "0 or >= 2"),
+            ("fold", params.folds == 0 and params.fold == 0 or
+             0 <= params.fold < max(params.folds, 1), "in [0, folds)"))
+  for name, ok, expected in checks:
+    if not ok:
+      raise ValueError(f"task.{name} must be {expected}, got {getattr(params, name)}")
+  train, validation = params.train_data, params.validation_data
+  if not params.folds and (train.queries, train.qrels) == (validation.queries,
+                                                           validation.qrels):
+    raise ValueError("task.train_data and task.validation_data read the same queries and "
+                     "qrels: give each split its files, or task.folds (e.g. 5) to split "
+                     "one file's queries into folds")
