@@ -36,10 +36,13 @@ LOCKS = {None: "requirements.txt", "beam": "requirements-beam.txt",
 PART_OF = {"huggingface": "test"}
 # Import name (top-level module; google.* by its second part) -> distribution.
 IMPORT_TO_DIST = {
+    "Stemmer": "PyStemmer",
     "absl": "absl-py",
     "apache_beam": "apache-beam",
+    "bm25s": "bm25s",
     "google.protobuf": "protobuf",
     "google_crc32c": "google-crc32c",
+    "ir_measures": "ir-measures",
     "matplotlib": "matplotlib",
     "numpy": "numpy",
     "official": "tf-models-official",
@@ -63,6 +66,7 @@ NOT_IMPORTED = {
     "python-dateutil": "resolution pin of the [beam] extra (Beam 2.77 needs < 3)",
     "pytest": "the test runner (tests/ imports it)",
     "pytest-xdist": "make test runs the suite in two processes (pytest -n 2)",
+    "pytrec-eval-terrier": "ir-measures computes MAP and P@k with it (ranking_metrics)",
 }
 # Modules that belong to an extra: they may import its distributions at module level (an
 # install without the extra never imports them). Any other module imports an extra's
