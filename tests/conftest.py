@@ -79,12 +79,28 @@ def _race_run(spiece_model, records, tmp_path):
   return "race_demo.yaml", f"task.data_dir={data_dir}," + _finetuning_override(spiece_model)
 
 
+def _ranker_run(spiece_model, records, tmp_path):
+  """The ranking demo over a tiny pretrained model, on the first 12 chapters' queries and
+  passages of the bundled collection (in the TREC formats)."""
+  del records
+  import helpers  # pylint: disable=g-import-not-at-top
+  files = helpers.write_ranking_sample(tmp_path / "collection")
+  model_dir = helpers.write_pretrained_dir(tmp_path / "pretrained", spiece_model)
+  data = f"queries={files['queries']},qrels={files['qrels']}"
+  split = lambda name: ",".join(f"task.{name}.{kv}" for kv in data.split(","))
+  return "ranking_demo.yaml", (
+      f"task.init_checkpoint={model_dir},task.documents={files['documents']},"
+      f"task.max_seq_length=32,task.mem_len=32,task.folds=3,{split('train_data')},"
+      f"{split('validation_data')},task.train_data.global_batch_size=8")
+
+
 # The demo run of each trained kind: (spiece_model, records, tmp_path) -> (the YAML in
 # experiments/configs, the --params_override for the bundled data). A new trained kind
 # needs one here: `demo_run` names the kind that has none.
 DEMO_RUNS = {"classifier": _bundled_data_run("classification_demo.yaml"),
              "pretrained": _pretrained_run, "tagger": _bundled_data_run("tagging_demo.yaml"),
-             "squad": _bundled_data_run("squad_demo.yaml"), "race": _race_run}
+             "squad": _bundled_data_run("squad_demo.yaml"), "race": _race_run,
+             "ranker": _ranker_run}
 
 
 def pytest_generate_tests(metafunc):

@@ -193,13 +193,14 @@ def test_write_run_round_trips(tmp_path):
   ranking = {"q-2": [("b", 0.1), ("a", 7.25), ("c", 0.1)], "10": [("z", 1 / 3)]}
   trec_files.write_run(path, ranking, tag="bm25")
   with open(path, encoding="utf-8") as f:
-    assert f.read() == ("q-2 Q0 a 1 7.25 bm25\nq-2 Q0 b 2 0.1 bm25\nq-2 Q0 c 3 0.1 bm25\n"
+    # equal scores by docid descending, the order trec_eval and gdeval read them in
+    assert f.read() == ("q-2 Q0 a 1 7.25 bm25\nq-2 Q0 c 2 0.1 bm25\nq-2 Q0 b 3 0.1 bm25\n"
                         "10 Q0 z 1 0.3333333333333333 bm25\n")
-  assert trec_files.read_run(path) == {"q-2": [("a", 7.25), ("b", 0.1), ("c", 0.1)],
+  assert trec_files.read_run(path) == {"q-2": [("a", 7.25), ("c", 0.1), ("b", 0.1)],
                                        "10": [("z", 1 / 3)]}
   read_by_ir_measures = [(r.query_id, r.doc_id, r.score)
                          for r in ir_measures.read_trec_run(path)]
-  assert read_by_ir_measures == [("q-2", "a", 7.25), ("q-2", "b", 0.1), ("q-2", "c", 0.1),
+  assert read_by_ir_measures == [("q-2", "a", 7.25), ("q-2", "c", 0.1), ("q-2", "b", 0.1),
                                  ("10", "z", 1 / 3)]
   assert [name for name in os.listdir(tmp_path)] == ["out.run"]   # no temporary left
 
@@ -213,3 +214,35 @@ def test_write_run_refuses_before_writing(tmp_path):
   with pytest.raises(ValueError, match="run tag must be non-empty without white space"):
     trec_files.write_run(path, {"1": [("a", 1.0)]}, tag="my run")
   assert os.listdir(tmp_path) == []
+
+
+WEB_TRACK_TOPICS = """<webtrack2009>
+<topic number="1" type="faceted">
+  <query>obama family tree</query>
+  <description>Find information on President Barack Obama's family
+  history.</description>
+  <subtopic number="1" type="nav">Find the photo essay &quot;Family Tree&quot;.</subtopic>
+</topic>
+
+<topic number="02" type="ambiguous">
+  <query>french lick resort &amp; casino</query>
+</topic>
+</webtrack2009>
+"""
+
+
+def test_web_track_topics_give_the_queries(tmp_path):
+  """The TREC Web Track's XML topics (the paper's ClueWeb09-B queries): the <query> of
+  each <topic number="N">, entities unescaped, the number without leading zeros."""
+  path = _write(tmp_path, "wt09.topics.xml", WEB_TRACK_TOPICS)
+  assert trec_files.read_queries(path) == {"1": "obama family tree",
+                                           "2": "french lick resort & casino"}
+  broken = _write(tmp_path, "broken.xml", WEB_TRACK_TOPICS.replace(
+      "  <query>french lick resort &amp; casino</query>\n", ""))
+  with pytest.raises(ValueError, match=rf"^{broken}:9: expected a non-empty <query> in "
+                                       r"topic '2'"):
+    trec_files.read_queries(broken)
+  unnumbered = _write(tmp_path, "unnumbered.xml", WEB_TRACK_TOPICS.replace(
+      '<topic number="1" type="faceted">', '<topic type="faceted">'))
+  with pytest.raises(ValueError, match=rf'^{unnumbered}:2: expected a number attribute'):
+    trec_files.read_queries(unnumbered)

@@ -367,6 +367,8 @@ def _fixtures(page: str, work: str, spiece_model: str) -> None:
   elif page == "docs/conversion.md":
     _released_and_fine_tuned_tf1(work)
     _hf_directory(work, os.path.join("hf", "xlnet-base-cased"), "XLNetLMHeadModel")
+  elif page == "docs/ranking.md":
+    _pretrained(work, os.path.join("runs", "demo", "pretrain", "final"))
   elif page == "docs/huggingface.md":
     _hf_directory(work, os.path.join("hf", "xlnet-sst2"), "XLNetForSequenceClassification")
     _pretrained(work, os.path.join("converted", "xlnet_base"))

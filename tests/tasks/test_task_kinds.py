@@ -19,6 +19,7 @@ from xlnet_tf.convert import task_heads
 from xlnet_tf.convert import to_huggingface
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
+from xlnet_tf.models.xlnet_ranker import RankerSpec
 from xlnet_tf.models.xlnet_simple_qa import SimpleQASpec
 from xlnet_tf.models.xlnet_squad import SquadSpec
 from xlnet_tf.models.xlnet_tagger import TaggerSpec
@@ -35,16 +36,20 @@ EXAMPLE_SPECS = {
     "qa_simple": SimpleQASpec(max_seq_length=32, max_query_length=8, start_n_top=2,
                               end_n_top=2),
     "tagger": TaggerSpec("brown", ("nn", "vb", "at"), max_seq_length=16),
+    "ranker": RankerSpec(embedding_layer=-1, max_seq_length=16, mem_len=16,
+                         max_document_pieces=64),
 }
 KINDS = task_kind.kinds()
 
 
-def test_the_registered_kinds_are_the_six_of_the_package():
-  assert task_kind.names() == ["pretrained", "classifier", "qa_simple", "race", "squad",
-                               "tagger"]
-  assert task_kind.head_kinds() == ("classifier", "qa_simple", "race", "squad", "tagger")
+def test_the_registered_kinds_are_the_seven_of_the_package():
+  assert task_kind.names() == ["pretrained", "classifier", "qa_simple", "race", "ranker",
+                               "squad", "tagger"]
+  assert task_kind.head_kinds() == ("classifier", "qa_simple", "race", "ranker", "squad",
+                                    "tagger")
   assert sorted(task_kind.spec_files()) == sorted(
-      s.FILE for s in (ClassifierSpec, RaceSpec, SquadSpec, SimpleQASpec, TaggerSpec))
+      s.FILE for s in (ClassifierSpec, RaceSpec, RankerSpec, SquadSpec, SimpleQASpec,
+                       TaggerSpec))
 
 
 def test_a_second_record_of_a_name_or_a_spec_file_is_refused():
@@ -88,9 +93,18 @@ def test_every_consumer_has_an_answer_for_the_kind(kind, tmp_path):
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
   # The model directory and the exporter to HuggingFace find the kind by its spec file.
   assert task_kind.of_model_dir(directory) is kind
-  assert to_huggingface.detect_kind(directory) == kind.name
+  if kind.hf_architecture_out is None:
+    with pytest.raises(ValueError, match=kind.hf_not_exportable):
+      to_huggingface.detect_kind(directory)
+  else:
+    assert to_huggingface.detect_kind(directory) == kind.name
   # HuggingFace: the class written, and every class read maps back to the kind.
-  assert huggingface.architecture_out(kind.name) == kind.hf_architecture_out
+  if kind.hf_architecture_out is None:            # refused, saying why (the ranker)
+    with pytest.raises(ValueError, match=f"cannot be exported to HuggingFace: "
+                                         f"{kind.hf_not_exportable}"):
+      huggingface.architecture_out(kind.name)
+  else:
+    assert huggingface.architecture_out(kind.name) == kind.hf_architecture_out
   for architecture in kind.hf_architectures_in:
     assert huggingface.architectures_in()[architecture] == kind.name
   # The original's head: its variables by their released (or converted) names.

@@ -10,9 +10,9 @@ characters, bm25s' English stopwords removed, stemmed by PyStemmer's English (Po
 "snowball") stemmer. Scores are bm25s' defaults (`BM25_PARAMETERS`: k1 1.5, b 0.75, the
 "lucene" variant, as `bm25s.BM25()` has them). Every document of the collection is scored
 (`BM25.get_scores_from_ids`) and the k best kept (k capped at the collection's size),
-equal scores ordered by docid, so the order never depends on a top-k selection's ties; a
-query whose every term is a stopword or unknown scores 0 everywhere, and gets the first k
-docids.
+equal scores ordered by docid descending (as trec_eval and gdeval read a run), so the
+order never depends on a top-k selection's ties; a query whose every term is a stopword or
+unknown scores 0 everywhere, and gets the last k docids.
 
 With `cache_dir`, the candidates are kept as `bm25-k<k>-<key[:16]>.run` (a TREC run, tag
 "bm25") beside its `.json` sidecar (the settings, the key, the counts, how long the
@@ -42,7 +42,7 @@ BM25_PARAMETERS = {"k1": 1.5, "b": 0.75, "method": "lucene"}
 TOKENIZATION = {"lower": True, "stopwords": "en", "stemmer": "english (PyStemmer)",
                 "token_pattern": r"(?u)\b\w\w+\b"}
 RUN_TAG = "bm25"
-FORMAT = "xlnet_tf.bm25_candidates.v1"
+FORMAT = "xlnet_tf.bm25_candidates.v2"      # v2: equal scores by docid descending
 
 
 def _texts_sha256(texts: Dict[str, str]) -> str:
@@ -79,7 +79,8 @@ def _tokenize(texts: List[str], return_ids: bool):
 def retrieve(queries: Dict[str, str], documents: Dict[str, str],
              k: int) -> Dict[str, List[Tuple[str, float]]]:
   """{qid: [(docid, BM25 score), ...]}: the k best documents of each query, best first
-  (equal scores by docid), with no cache."""
+  (equal scores by docid descending, as `trec_files.ranked` and the TREC tools order
+  them), with no cache."""
   docids = list(documents)
   retriever = bm25s.BM25(**BM25_PARAMETERS)
   retriever.index(_tokenize([documents[d] for d in docids], return_ids=True),
@@ -91,7 +92,7 @@ def retrieve(queries: Dict[str, str], documents: Dict[str, str],
   candidates = {}
   for qid, tokens in zip(queries, query_tokens):
     scores = retriever.get_scores_from_ids(retriever.get_tokens_ids(list(tokens)))
-    order = np.lexsort((rank_of_docid, -scores.astype(np.float64)))[:k]
+    order = np.lexsort((-rank_of_docid, -scores.astype(np.float64)))[:k]
     candidates[qid] = [(docids[i], float(scores[i])) for i in order]
   return candidates
 

@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 import uuid
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
@@ -60,7 +61,10 @@ def write(path: str, key: str, ids: Sequence[str], vectors: Iterable[np.ndarray]
           dim: int, info: Optional[Dict[str, Any]] = None) -> str:
   """Writes the store at `path`: `vectors` gives, in the order of `ids`, one array [n_i,
   dim] per text (n_i may be 0). Written into a temporary directory, then renamed; an
-  existing store of the same key is kept (another process wrote it first). Returns path."""
+  existing store of the same key is kept (another process wrote it first). The index
+  records `info` and the seconds the writing took (computing the vectors included, when
+  `vectors` computes them as it goes). Returns path."""
+  start = time.perf_counter()
   partial = f"{path}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
   os.makedirs(partial)
   try:
@@ -83,7 +87,8 @@ def write(path: str, key: str, ids: Sequence[str], vectors: Iterable[np.ndarray]
     with open(os.path.join(partial, INDEX_FILE), "w") as f:
       json.dump({"key": key, "dim": dim, "dtype": np.dtype(DTYPE).name, "rows": row,
                  "ids": list(ids), "offsets": offsets, "lengths": lengths,
-                 "info": info or {}}, f)
+                 "info": {**(info or {}),
+                          "seconds": round(time.perf_counter() - start, 3)}}, f)
     if exists(path):
       return path
     os.rename(partial, path)

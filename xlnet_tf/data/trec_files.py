@@ -10,8 +10,11 @@ relevance judgments (qrels) and runs, read into plain dicts and written back.
 Formats:
   queries    TSV `qid<TAB>text` (blank lines skipped), or TREC topics (`<top> <num> Number:
              51 <title> text ... </top>`: the title is the query; a numeric <num> loses its
-             leading zeros, "051" -> "51", as the qrels of those topics write it). A file
-             whose first non-blank text starts with `<top>` is a topic file.
+             leading zeros, "051" -> "51", as the qrels of those topics write it), or the
+             Web Track's XML topics (`<topic number="51" ...> <query>text</query> ...
+             </topic>`, 2009-2014: the <query> is the query). A file whose first non-blank
+             text starts with `<top>` is a topic file, with `<webtrack`, `<topic` or `<?xml`
+             a Web Track file.
   documents  JSONL, one `{"docid": ..., "text": ..., "title": ...}` a line ("title"
              optional: prepended to the text with a newline); or TREC SGML `<DOC><DOCNO> id
              </DOCNO> ... </DOC>`, the text being its <HEADLINE>/<HEAD>/<TITLE> and <TEXT>
@@ -80,8 +83,11 @@ def read_queries(path: str) -> Dict[str, str]:
       lines named).
   """
   lines = _read_lines(path)
-  if _first_non_blank(lines).lower().startswith("<top>"):
+  first = _first_non_blank(lines).lower()
+  if first.startswith("<top>"):
     entries = _topic_entries(path, lines)
+  elif first.startswith(("<webtrack", "<topic", "<?xml")):
+    entries = _web_track_entries(path, lines)
   else:
     entries = _tsv_entries(path, lines)
   queries, first_line = {}, {}
@@ -158,6 +164,37 @@ def _topic_entries(path: str, lines: Sequence[str]) -> List[Tuple[int, str, str]
         field = None   # <desc>, <narr>, ...: not read
   if top_line is not None:
     raise _error(path, top_line, "</top> closing this <top> before the end of the file")
+  return entries
+
+
+_WEB_TOPIC = re.compile(r"<topic\b([^>]*)>(.*?)</topic\s*>", re.S | re.I)
+_WEB_NUMBER = re.compile(r"\bnumber\s*=\s*[\"']([^\"']*)[\"']", re.I)
+_WEB_QUERY = re.compile(r"<query>(.*?)</query\s*>", re.S | re.I)
+
+
+def _web_track_entries(path: str, lines: Sequence[str]) -> List[Tuple[int, str, str]]:
+  """(line of <topic>, qid, query) of each <topic number="N"> of a Web Track file."""
+  text = "\n".join(lines)
+  line_of = lambda offset: text.count("\n", 0, offset) + 1
+  entries = []
+  for match in _WEB_TOPIC.finditer(text):
+    number = line_of(match.start())
+    attributes, body = match.group(1), match.group(2)
+    found = _WEB_NUMBER.search(attributes)
+    if found is None:
+      raise _error(path, number, 'a number attribute: <topic number="N">',
+                   "<topic" + attributes + ">")
+    qid = found.group(1).strip()
+    _check_identifier(path, number, "topic number", qid, attributes)
+    if qid.isdigit():
+      qid = str(int(qid))
+    query = _WEB_QUERY.search(body)
+    if query is None or not " ".join(html.unescape(query.group(1)).split()):
+      raise _error(path, number, f"a non-empty <query> in topic {qid!r}")
+    entries.append((number, qid, " ".join(html.unescape(query.group(1)).split())))
+  if not entries:
+    raise _error(path, 1, 'Web Track topics: <topic number="N"> <query>text</query> '
+                 '</topic>', _first_non_blank(lines))
   return entries
 
 
@@ -359,10 +396,13 @@ def read_run(path: str) -> Ranking:
 
 
 def ranked(documents: Iterable[Tuple[str, float]]) -> List[Tuple[str, float]]:
-  """(docid, score) pairs by score, highest first, equal scores by docid: the order
-  `write_run` gives ranks in."""
-  return sorted(((docid, float(score)) for docid, score in documents),
-                key=lambda pair: (-pair[1], pair[0]))
+  """(docid, score) pairs by score, highest first, equal scores by docid DESCENDING: the
+  order trec_eval and gdeval (and so ir-measures) read a run in, whatever its ranks say,
+  and the order `write_run` gives ranks in; so a run evaluated here and its file read by
+  those tools rank alike."""
+  by_docid = sorted(((docid, float(score)) for docid, score in documents),
+                    key=lambda pair: pair[0], reverse=True)
+  return sorted(by_docid, key=lambda pair: -pair[1])                  # stable
 
 
 def write_run(path: str, ranking: Dict[str, Sequence[Tuple[str, float]]], tag: str) -> None:

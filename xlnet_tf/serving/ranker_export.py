@@ -59,10 +59,11 @@ class RankerServing(tf.Module):
             "token_mask": outputs["token_mask"]}
 
   def rank(self, query, documents) -> Dict[str, tf.Tensor]:
-    checked = check_shapes("serving_default", {"query": (query, [], TEXTS),
-                                                "documents": (documents, [None], TEXTS)})
-    q = self.embed(checked["query"][tf.newaxis])                           # [1, Q, D]
-    d = self.embed(checked["documents"], self.spec.max_document_pieces)    # [C, N, D]
+    query = check_shapes("serving_default", {"query": (query, [], TEXTS)})["query"]
+    documents = check_shapes("serving_default",
+                             {"documents": (documents, [None], TEXTS)})["documents"]
+    q = self.embed(query[tf.newaxis])                                      # [1, Q, D]
+    d = self.embed(documents, self.spec.max_document_pieces)               # [C, N, D]
     outputs = self.model({"query_embeddings": q["token_embeddings"],
                           "query_mask": q["token_mask"],
                           "document_embeddings": d["token_embeddings"][tf.newaxis],

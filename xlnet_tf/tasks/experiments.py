@@ -18,8 +18,9 @@
                         1000 steps (its README scripts' --save_steps) (give data_dir)
   xlnet/tagging         the fine-tuning defaults on the Brown corpus (bundled subset)
   xlnet/ranking         K-NRM over a frozen pretrained XLNet (the paper's ClueWeb09-B
-                        reranking): lr 1e-3, Adam epsilon 1e-5 as K-NRM's release, batch 32
-                        pairs, 2000 steps; BM25's top 100 reranked (give init_checkpoint and
+                        reranking): batch 32 pairs, 2000 steps at lr 0.05 (K-NRM's release:
+                        1e-3 for far more steps; the head is 12 numbers), Adam epsilon 1e-5
+                        as that release; BM25's top 100 reranked (give init_checkpoint and
                         the collection's files)
 
 The task defaults are in each task's config (`xlnet_tf/tasks/<task>.py`). YAML files in

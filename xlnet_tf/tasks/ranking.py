@@ -28,7 +28,7 @@ import hashlib
 import logging
 import os
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 from official.core import config_definitions as cfg
@@ -72,11 +72,11 @@ def ranking_loss(outputs, batch):
   return tf.reduce_sum(hinge), tf.cast(tf.shape(scores)[0], tf.float32)
 
 
-def _no_head_variables(model, task_name):
-  del model, task_name
-  raise ValueError("a ranker has no released head to import: the original code has no "
-                   "ranking head (the paper's K-NRM ranker was not released); train one "
-                   "with the xlnet/ranking experiment")
+def ranker_head_variables(model, task_name) -> Dict[str, tf.Variable]:
+  """Converted name -> variable of a ranker's head (the original has no ranking head: a
+  ranker is trained here, its head read back from our own checkpoints)."""
+  del task_name
+  return {"score/kernel": model.score.kernel, "score/bias": model.score.bias}
 
 
 KIND = task_kind.register(task_kind.TaskKind(
@@ -85,7 +85,7 @@ KIND = task_kind.register(task_kind.TaskKind(
     model_class=XLNetRanker, build_model=build_ranker, spec_class=RankerSpec,
     card_task="ranking", export=ranker_export.export_ranker,
     released_head="none (the paper's ranker was not released): score/{kernel,bias}",
-    head_variables=_no_head_variables, hf_architectures_in=(),
+    head_variables=ranker_head_variables, hf_architectures_in=(),
     hf_architecture_out=None,
     hf_not_exportable="HuggingFace has no kernel-pooling ranking head for XLNet",
     max_seq_length=512, experiment="xlnet/ranking", loss=ranking_loss))
@@ -141,7 +141,7 @@ class RankingConfig(cfg.TaskConfig):
   validation_data: RankingDataConfig = base.data_config("test", False, 1, RankingDataConfig)
   optimization: base.FinetuneSettings = dataclasses.field(
       default_factory=lambda: base.FinetuneSettings(
-          learning_rate=1e-3, adam_epsilon=1e-5, warmup_steps=0, weight_decay=0.0))
+          learning_rate=0.05, adam_epsilon=1e-5, warmup_steps=0, weight_decay=0.0))
 
 
 @dataclasses.dataclass
@@ -338,20 +338,20 @@ class RankingTask(base.XLNetTask):
       return self._stores[path]
     if not embedding_store.exists(path):
       os.makedirs(os.path.dirname(path), exist_ok=True)
-      seconds = self._write_embeddings(path, key, texts, max_pieces)
-      self.timings[f"embed_{what}_seconds"] = seconds
-      logging.info("embedded %d %s in %.1f s: %s", len(texts), what, seconds, path)
+      self._write_embeddings(path, key, texts, max_pieces)
+    store = embedding_store.open_store(path)
+    logging.info("%s: %d %s embedded in %.1f s", path, len(store), what,
+                 store.info.get("seconds", float("nan")))
     store = embedding_store.open_store(path)
     self._stores[path] = store
     return store
 
   def _write_embeddings(self, path: str, key: str, texts: Dict[str, str],
-                        max_pieces: int) -> float:
+                        max_pieces: int) -> None:
     embedder = self._embedder()
     embed = tf.function(lambda batch: embedder.embed(batch, max_pieces),
                         input_signature=[tf.TensorSpec([None], tf.string)])
     ids = sorted(texts, key=lambda i: (len(texts[i]), i))     # similar lengths together
-    start = time.perf_counter()
 
     def vectors():
       for first in range(0, len(ids), EMBED_BATCH):
@@ -361,8 +361,7 @@ class RankingTask(base.XLNetTask):
         for row in range(len(batch)):
           yield emb[row, :int(mask[row].sum())]
     embedding_store.write(path, key, ids, vectors(), embedder.model.config.d_model,
-                          info={"texts": len(ids)})
-    return time.perf_counter() - start
+                          info={"texts": len(ids), "max_pieces": max_pieces})
 
   # ---- training ----------------------------------------------------------------------------
 
@@ -384,9 +383,9 @@ class RankingTask(base.XLNetTask):
           if better_grade > worse_grade:
             triples.append((q, better, worse))
     if not triples:
-      raise ValueError(f"task.train_data: no training pairs: no training query has "
-                       f"candidates of different relevance grades (check the qrels and "
-                       f"the candidates)")
+      raise ValueError("task.train_data: no training pairs: no training query has "
+                       "candidates of different relevance grades (check the qrels and "
+                       "the candidates)")
     return np.asarray(triples, np.int64)
 
   def _lengths(self, data: RankingDataConfig) -> Tuple[int, int]:
@@ -460,7 +459,8 @@ class RankingTask(base.XLNetTask):
   def rerank(self, model: tf_keras.Model, data: RankingDataConfig
              ) -> Dict[str, List[Tuple[str, float]]]:
     """qid -> [(docid, score)] of the split's queries, the candidates in the model's
-    order (ties by the candidates' order)."""
+    order (equal scores by docid descending, as the TREC tools read a run:
+    `trec_files.ranked`)."""
     split = self.split_data(data)
     queries = self.embeddings(data, "queries")
     documents = self.embeddings(data, "documents")
@@ -481,8 +481,7 @@ class RankingTask(base.XLNetTask):
       d_mask[0, len(ranking):] = 0.0
       scores = score({"query_embeddings": q, "query_mask": q_mask,
                       "document_embeddings": d, "document_mask": d_mask}).numpy()[0]
-      order = sorted(range(len(ranking)), key=lambda i: (-scores[i], i))
-      run[qid] = [(ranking[i][0], float(scores[i])) for i in order]
+      run[qid] = trec_files.ranked((docid, scores[i]) for i, (docid, _) in enumerate(ranking))
     self.timings["rerank_seconds_per_query"] = (
         (time.perf_counter() - start) / max(1, len(split.queries)))
     return run

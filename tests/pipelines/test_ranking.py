@@ -1,0 +1,64 @@
+"""The ranking comparison (`pipelines.ranking`, experiments/benchmark_ranking.py) at tiny
+size: every query tested once over the folds, the figures those of ir-measures on the
+written runs, finished folds reused."""
+
+import json
+import os
+
+import ir_measures
+import pytest
+
+import helpers
+from xlnet_tf.data import trec_files
+from xlnet_tf.pipelines import ranking
+
+MEASURES = {"ndcg@20": ir_measures.nDCG(dcg="exp-log2") @ 20, "err@20": ir_measures.ERR @ 20,
+            "map": ir_measures.AP, "p@20": ir_measures.P @ 20}
+
+
+def test_rankers_are_named_or_refused():
+  assert ranking.embedding_layer("bm25") is None
+  assert ranking.embedding_layer("knrm_static") == 0
+  assert ranking.embedding_layer("knrm_contextual") == -1
+  assert ranking.embedding_layer("knrm_layer1") == 1
+  with pytest.raises(ValueError, match="unknown ranker 'knrm'"):
+    ranking.embedding_layer("knrm")
+
+
+def test_every_query_is_tested_once_and_scored_by_ir_measures(spiece_model, tmp_path):
+  files = helpers.write_ranking_sample(tmp_path / "collection", chapters=range(1, 9))
+  model_dir = helpers.write_pretrained_dir(tmp_path / "pretrained", spiece_model)
+  data = f"queries={files['queries']},qrels={files['qrels']}"
+  override = ",".join(
+      [f"task.documents={files['documents']}", "task.max_seq_length=32", "task.mem_len=32",
+       "trainer.train_steps=4", "trainer.steps_per_loop=2",
+       "trainer.checkpoint_interval=2", "task.train_data.global_batch_size=8"] +
+      [f"task.{split}.{kv}" for split in ("train_data", "validation_data")
+       for kv in data.split(",")])
+  settings = ranking.RankingSettings(params_override=override, folds=2,
+                                     rankers=("bm25", "knrm_static"))
+  work = str(tmp_path / "work")
+  results = ranking.benchmark(work, model_dir, settings, command="test", report=lambda _: None)
+
+  qrels = list(ir_measures.read_trec_qrels(files["qrels"]))
+  for ranker in ("bm25", "knrm_static"):
+    run = list(ir_measures.read_trec_run(os.path.join(work, f"{ranker}.trec")))
+    assert sorted({r.query_id for r in run}, key=int) == [str(c) for c in range(1, 9)]
+    measured = ir_measures.calc_aggregate(list(MEASURES.values()), qrels, run)
+    for key, measure in MEASURES.items():
+      assert results["rankers"][ranker][key] == pytest.approx(measured[measure], abs=1e-5)
+  # the same candidates: the reranked run holds each query's BM25 candidates
+  bm25 = trec_files.read_run(os.path.join(work, "bm25.trec"))
+  static = trec_files.read_run(os.path.join(work, "knrm_static.trec"))
+  assert {q: sorted(d for d, _ in r) for q, r in bm25.items()} == {
+      q: sorted(d for d, _ in r) for q, r in static.items()}
+  assert results["rankers"]["knrm_static"]["embedded_documents"] > 0
+  assert json.load(open(os.path.join(work, "results.json")))["queries"] == 8
+
+  # A rerun reuses the finished folds.
+  fold_run = os.path.join(work, "knrm_static", "fold0", "run_test.trec")
+  stamp = os.path.getmtime(fold_run)
+  again = ranking.benchmark(work, model_dir, settings, command="test", report=lambda _: None)
+  assert os.path.getmtime(fold_run) == stamp
+  assert again["rankers"]["knrm_static"]["ndcg@20"] == results["rankers"]["knrm_static"][
+      "ndcg@20"]

@@ -1,0 +1,187 @@
+"""The ranking task (K-NRM over a frozen XLNet, reranking BM25): its loss, its inputs, a
+whole run through the driver on a cut of the bundled Moby-Dick collection written in the
+TREC formats (the run file read back by ir-measures, the SavedModel's scores equal to the
+evaluated ones), the embedding cache, and bad files named before any work."""
+
+import json
+import os
+
+import ir_measures
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the SavedModel's SentencePiece ops)
+from official.core import exp_factory
+from official.core import task_factory
+
+import helpers
+from xlnet_tf import pretrained
+from xlnet_tf.data import embedding_store
+from xlnet_tf.data import tokenization
+from xlnet_tf.data import trec_files
+from xlnet_tf.models.xlnet_ranker import XLNetRanker
+from xlnet_tf.models.xlnet_ranker import build_ranker
+from xlnet_tf.serving import ranker_export
+from xlnet_tf.tasks import experiments  # noqa: F401  (registers the experiments)
+from xlnet_tf.tasks import ranking
+from xlnet_tf.tasks import train_lib
+
+
+def test_the_pairwise_hinge_loss():
+  """max(0, 1 - s+ + s-) per triple, summed, with the count: worked by hand."""
+  scores = tf.constant([[0.5, -0.7], [0.2, 0.1], [-0.3, 0.4]])
+  total, count = ranking.ranking_loss({"scores": scores}, None)
+  # 1 - 0.5 - 0.7 = -0.2 -> 0;  1 - 0.2 + 0.1 = 0.9;  1 + 0.3 + 0.4 = 1.7
+  assert float(total) == pytest.approx(0.9 + 1.7)
+  assert float(count) == 3.0
+
+
+def test_the_encoder_is_frozen_and_the_ranker_serializes():
+  ranker = build_ranker(helpers.small_config(n_token=60), embedding_layer=1, mem_len=8)
+  assert [v.name for v in ranker.trainable_variables] == ["score/kernel:0", "score/bias:0"]
+  again = XLNetRanker.from_config(ranker.get_config())
+  assert again.embedding_layer == 1 and again.kernel_pooling.mus == ranker.kernel_pooling.mus
+  with pytest.raises(ValueError, match="embedding_layer must index the encoder's 3 hidden"):
+    build_ranker(helpers.small_config(), embedding_layer=3, mem_len=8)
+
+
+@pytest.fixture(scope="module")
+def ranking_setup(spiece_model, tmp_path_factory):
+  """A tiny pretrained model and the first 12 chapters' queries and passages."""
+  root = tmp_path_factory.mktemp("ranking")
+  files = helpers.write_ranking_sample(root / "collection")
+  model_dir = helpers.write_pretrained_dir(root / "pretrained", spiece_model)
+  return files, model_dir, root
+
+
+def _params(files, model_dir, **task):
+  params = exp_factory.get_exp_config("xlnet/ranking")
+  data = {"queries": files["queries"], "qrels": files["qrels"]}
+  override = {"task": {"init_checkpoint": model_dir, "documents": files["documents"],
+                       "max_seq_length": 32, "mem_len": 32, "folds": 3, "fold": 0,
+                       "train_data": {**data, "global_batch_size": 8},
+                       "validation_data": data, **task},
+              "trainer": {"train_steps": 6, "steps_per_loop": 3, "checkpoint_interval": 3,
+                          "validation_interval": 3}}
+  params.override(override, is_strict=True)
+  return params
+
+
+def test_a_run_trains_evaluates_writes_a_trec_run_and_exports(ranking_setup, tmp_path):
+  files, model_dir, _ = ranking_setup
+  params = _params(files, model_dir)
+  out = train_lib.run(params, "train_and_eval", str(tmp_path / "run"))
+  assert out["train"]["step"] == 6
+  best = tmp_path / "run" / "best"
+  results = json.loads((best / "eval_results.json").read_text())
+
+  # The run file: every query of fold 0 (chapters 1, 4, 7, 10: positions 0, 3, 6, 9 of the
+  # topic file), its BM25 candidates reranked; ir-measures reads it and, computing the
+  # measures itself from the file and the qrels, gets the results' numbers.
+  run = list(ir_measures.read_trec_run(str(best / "run.trec")))
+  assert sorted({r.query_id for r in run}) == ["1", "10", "4", "7"]
+  qrels = list(ir_measures.read_trec_qrels(files["qrels"]))
+  fold_qrels = [q for q in qrels if q.query_id in {"1", "4", "7", "10"}]
+  measured = ir_measures.calc_aggregate(
+      [ir_measures.nDCG(dcg="exp-log2") @ 20, ir_measures.ERR @ 20, ir_measures.AP,
+       ir_measures.P @ 20], fold_qrels, run)
+  assert results["ndcg@20"] == pytest.approx(measured[ir_measures.nDCG(dcg="exp-log2") @ 20],
+                                             abs=1e-5)
+  assert results["err@20"] == pytest.approx(measured[ir_measures.ERR @ 20], abs=1e-5)
+  assert results["map"] == pytest.approx(measured[ir_measures.AP], abs=1e-6)
+  assert results["p@20"] == pytest.approx(measured[ir_measures.P @ 20], abs=1e-6)
+  assert results["num_queries"] == 4 and results["judged_not_in_collection"] == 0
+  assert 0 < results["candidates_ndcg@20"] <= 1
+
+  # --mode=eval writes the split's results and run beside them.
+  evaluated = train_lib.run(params, "eval", str(tmp_path / "run"))["eval"]
+  assert (tmp_path / "run" / "eval_results_test.json").exists()
+  assert (tmp_path / "run" / "run_test.trec").exists()
+  assert evaluated["step"] == 6
+
+  # The SavedModel: raw query and passages in, the evaluated scores out (the evaluation
+  # read float16 cached embeddings; the SavedModel computes them in float32).
+  export_dir = str(tmp_path / "export")
+  ranker_export.export_ranker(str(tmp_path / "run" / "final"), export_dir)
+  served = tf.saved_model.load(export_dir).signatures["serving_default"]
+  documents = trec_files.read_documents(files["documents"])
+  topics = trec_files.read_queries(files["queries"])
+  evaluated_run = trec_files.read_run(str(tmp_path / "run" / "run_test.trec"))
+  ranked = evaluated_run["4"]
+  scores = served(query=tf.constant(topics["4"]),
+                  documents=tf.constant([documents[d] for d, _ in ranked]))["scores"].numpy()
+  np.testing.assert_allclose(scores, [s for _, s in ranked], atol=2e-3)
+
+
+def test_the_embeddings_are_cached_per_model_and_collection(ranking_setup, spiece_model,
+                                                            tmp_path):
+  files, model_dir, root = ranking_setup
+  cache = str(tmp_path / "cache")
+
+  def stores(params):
+    task = task_factory.get_task(params.task)
+    data = params.task.validation_data.replace(cache_dir=cache)
+    return task.embeddings(data, "queries"), task.embeddings(data, "documents")
+
+  queries, documents = stores(_params(files, model_dir))
+  stamp = os.path.getmtime(os.path.join(documents.path, embedding_store.VECTORS_FILE))
+  again = stores(_params(files, model_dir))
+  assert [s.path for s in again] == [queries.path, documents.path]
+  assert os.path.getmtime(os.path.join(documents.path, embedding_store.VECTORS_FILE)) == stamp
+
+  # Another model (other weights): other stores.
+  other_model = helpers.write_pretrained_dir(root / "other", spiece_model, seed=1)
+  other = stores(_params(files, other_model))
+  assert other[1].path != documents.path and other[0].path != queries.path
+
+  # Another collection (one passage changed): another document store, the same queries'.
+  changed = dict(files, documents=str(tmp_path / "changed.trec"))
+  text = open(files["documents"], encoding="utf-8").read()
+  with open(changed["documents"], "w", encoding="utf-8") as f:
+    f.write(text.replace("Call me Ishmael.", "Call me Queequeg.", 1))
+  moved = stores(_params(changed, model_dir))
+  assert moved[1].path != documents.path and moved[0].path == queries.path
+  assert len(documents) == len(moved[1])
+
+
+def test_static_embeddings_are_the_word_embedding_rows(ranking_setup, tmp_path):
+  """embedding_layer 0: a query's cached vectors are the embedding table's rows of its
+  pieces (the released SentencePiece ids), in float16."""
+  files, model_dir, _ = ranking_setup
+  params = _params(files, model_dir, embedding_layer=0)
+  task = task_factory.get_task(params.task)
+  store = task.embeddings(params.task.validation_data.replace(cache_dir=str(tmp_path)),
+                          "queries")
+  table = pretrained.load_pretrained(model_dir).encoder.word_embedding.numpy()
+  sp = tokenization.load_spiece(os.path.join(model_dir, "spiece.model"))
+  topics = trec_files.read_queries(files["queries"])
+  assert topics["2"] == "The Carpet-Bag."
+  ids = tokenization.encode_ids(sp, tokenization.normalize_text(topics["2"]))
+  qid = "2"
+  np.testing.assert_array_equal(store.get(qid), table[ids].astype(np.float16))
+
+
+def test_bad_files_are_named_before_any_work(ranking_setup, tmp_path):
+  files, model_dir, _ = ranking_setup
+  bad_qrels = tmp_path / "qrels"
+  lines = open(files["qrels"]).read().splitlines()
+  lines[2] = "1 0 md-001-01"                                  # no grade
+  bad_qrels.write_text("\n".join(lines) + "\n")
+  params = _params(dict(files, qrels=str(bad_qrels)), model_dir)
+  with pytest.raises(ValueError, match=rf"{bad_qrels}:3: expected"):
+    train_lib.run(params, "train", str(tmp_path / "run"))
+  assert not (tmp_path / "run" / "features").exists()
+
+  bad_run = tmp_path / "candidates.trec"
+  bad_run.write_text("1 Q0 md-001-01 1 2.5 x\n1 Q0 no-such-doc 2 1.5 x\n")
+  params = _params(files, model_dir, train_data={"candidates": str(bad_run)})
+  with pytest.raises(ValueError, match=r"task.train_data.candidates: .* ranks 1 documents "
+                                       r"that are not in the collection .*no-such-doc"):
+    train_lib.run(params, "train", str(tmp_path / "run2"))
+
+  params = _params(files, model_dir, folds=0)
+  with pytest.raises(ValueError, match="read the same queries and qrels"):
+    task_factory.get_task(params.task)
+  params = _params(files, model_dir, init_checkpoint="")
+  with pytest.raises(ValueError, match="task.init_checkpoint must name a pretrained model"):
+    task_factory.get_task(params.task)
