@@ -20,8 +20,8 @@ def test_round_trip_and_padding(tmp_path):
   path = embedding_store.store_path(str(tmp_path), "documents", key)
   assert path.endswith("documents-" + key[:16])
   embedding_store.write(path, key, list(arrays), list(arrays.values()), dim=4)
-  store = embedding_store.open_store(path)
-  assert store.key == key and len(store) == 3 and "b" in store and "z" not in store
+  store = embedding_store.EmbeddingStore(path)
+  assert store.key == key and len(store) == 3 and store.ids == ["a", "b", "c"]
   for text_id, array in arrays.items():
     np.testing.assert_array_equal(store.get(text_id), array.astype(np.float16))
   vectors, mask = store.padded(np.array([[0, 2], [1, 0]]), 4)
@@ -32,12 +32,11 @@ def test_round_trip_and_padding(tmp_path):
   assert mask[1, 0].tolist() == [0, 0, 0, 0] and not vectors[1, 0].any()
 
 
-def test_a_key_is_the_settings_and_the_texts():
-  one = embedding_store.texts_sha256({"a": "x", "b": "y"})
-  assert one == embedding_store.texts_sha256({"b": "y", "a": "x"})     # order-free
-  assert one != embedding_store.texts_sha256({"a": "x", "b": "z"})
-  assert (embedding_store.settings_key({"layer": -1, "texts": one}) !=
-          embedding_store.settings_key({"layer": 0, "texts": one}))
+def test_a_key_is_the_settings_as_canonical_json():
+  assert (embedding_store.settings_key({"layer": -1, "texts": "t"}) ==
+          embedding_store.settings_key({"texts": "t", "layer": -1}))
+  assert (embedding_store.settings_key({"layer": -1, "texts": "t"}) !=
+          embedding_store.settings_key({"layer": 0, "texts": "t"}))
 
 
 def test_a_failed_write_leaves_nothing(tmp_path):
@@ -58,6 +57,6 @@ def test_damage_is_named(tmp_path):
     f.write(b"\0\0")
   with pytest.raises(ValueError, match=r"vectors.bin: 18 bytes, expected 16 \(2 rows of "
                                        r"4\); delete .* to rebuild it"):
-    embedding_store.open_store(path)
+    embedding_store.EmbeddingStore(path)
   with pytest.raises(FileNotFoundError, match="not an embedding store"):
-    embedding_store.open_store(str(tmp_path / "missing"))
+    embedding_store.EmbeddingStore(str(tmp_path / "missing"))

@@ -167,9 +167,11 @@ def test_missing_judged_documents_are_listed_in_qrels_order():
 
 # ---- runs -------------------------------------------------------------------------------------
 
-def test_read_run_sorts_by_score_then_the_files_rank(tmp_path):
+def test_read_run_sorts_by_score_then_docid_descending_as_trec_eval(tmp_path):
+  """The rank column does not decide (trec_eval and gdeval ignore it): equal scores go by
+  docid descending, as those tools read them, so a run read here is the one they score."""
   path = _write(tmp_path, "r.run",
-                "1 Q0 low 3 0.5 t\n1 Q0 tieB 1 2.0 t\n1 Q0 tieA 2 2.0 t\n2 Q0 x 1 -1e3 t\n")
+                "1 Q0 low 3 0.5 t\n1 Q0 tieA 1 2.0 t\n1 Q0 tieB 2 2.0 t\n2 Q0 x 1 -1e3 t\n")
   assert trec_files.read_run(path) == {"1": [("tieB", 2.0), ("tieA", 2.0), ("low", 0.5)],
                                        "2": [("x", -1000.0)]}
 

@@ -10,7 +10,6 @@ import ir_measures
 import numpy as np
 import pytest
 import tensorflow as tf
-import tensorflow_text  # noqa: F401  (the SavedModel's SentencePiece ops)
 from official.core import exp_factory
 from official.core import task_factory
 
@@ -21,10 +20,12 @@ from xlnet_tf.data import tokenization
 from xlnet_tf.data import trec_files
 from xlnet_tf.models.xlnet_ranker import XLNetRanker
 from xlnet_tf.models.xlnet_ranker import build_ranker
-from xlnet_tf.serving import ranker_export
 from xlnet_tf.tasks import experiments  # noqa: F401  (registers the experiments)
 from xlnet_tf.tasks import ranking
 from xlnet_tf.tasks import train_lib
+
+MEASURES = {"ndcg@20": ir_measures.nDCG(dcg="exp-log2") @ 20, "err@20": ir_measures.ERR @ 20,
+            "map": ir_measures.AP, "p@20": ir_measures.P @ 20}
 
 
 def test_the_pairwise_hinge_loss():
@@ -54,13 +55,15 @@ def ranking_setup(spiece_model, tmp_path_factory):
   return files, model_dir, root
 
 
-def _params(files, model_dir, **task):
+def _params(files, model_dir, train_data=(), validation_data=(), **task):
+  """The experiment on the sample, its splits' fields updated by `train_data` and
+  `validation_data`, the task's by `task`."""
   params = exp_factory.get_exp_config("xlnet/ranking")
   data = {"queries": files["queries"], "qrels": files["qrels"]}
   override = {"task": {"init_checkpoint": model_dir, "documents": files["documents"],
                        "max_seq_length": 32, "mem_len": 32, "folds": 3, "fold": 0,
-                       "train_data": {**data, "global_batch_size": 8},
-                       "validation_data": data, **task},
+                       "train_data": {**data, "global_batch_size": 8, **dict(train_data)},
+                       "validation_data": {**data, **dict(validation_data)}, **task},
               "trainer": {"train_steps": 6, "steps_per_loop": 3, "checkpoint_interval": 3,
                           "validation_interval": 3}}
   params.override(override, is_strict=True)
@@ -75,21 +78,18 @@ def test_a_run_trains_evaluates_writes_a_trec_run_and_exports(ranking_setup, tmp
   best = tmp_path / "run" / "best"
   results = json.loads((best / "eval_results.json").read_text())
 
-  # The run file: every query of fold 0 (chapters 1, 4, 7, 10: positions 0, 3, 6, 9 of the
-  # topic file), its BM25 candidates reranked; ir-measures reads it and, computing the
-  # measures itself from the file and the qrels, gets the results' numbers.
+  # The run file: every query of fold 0 (chapters 1, 4, 7, 10: positions 0, 3, 6, 9 of
+  # the topic file) that has candidates ("Loomings." matches no passage of the 12 chapters:
+  # it has none), its BM25 candidates reranked. ir-measures reads the file and, computing
+  # the measures itself from it and the qrels, gets the results' numbers (both count the
+  # judged query without candidates 0).
   run = list(ir_measures.read_trec_run(str(best / "run.trec")))
-  assert sorted({r.query_id for r in run}) == ["1", "10", "4", "7"]
+  assert sorted({r.query_id for r in run}) == ["10", "4", "7"]
   qrels = list(ir_measures.read_trec_qrels(files["qrels"]))
   fold_qrels = [q for q in qrels if q.query_id in {"1", "4", "7", "10"}]
-  measured = ir_measures.calc_aggregate(
-      [ir_measures.nDCG(dcg="exp-log2") @ 20, ir_measures.ERR @ 20, ir_measures.AP,
-       ir_measures.P @ 20], fold_qrels, run)
-  assert results["ndcg@20"] == pytest.approx(measured[ir_measures.nDCG(dcg="exp-log2") @ 20],
-                                             abs=1e-5)
-  assert results["err@20"] == pytest.approx(measured[ir_measures.ERR @ 20], abs=1e-5)
-  assert results["map"] == pytest.approx(measured[ir_measures.AP], abs=1e-6)
-  assert results["p@20"] == pytest.approx(measured[ir_measures.P @ 20], abs=1e-6)
+  measured = ir_measures.calc_aggregate(list(MEASURES.values()), fold_qrels, run)
+  for key, measure in MEASURES.items():
+    assert results[key] == pytest.approx(measured[measure], abs=1e-5), key
   assert results["num_queries"] == 4 and results["judged_not_in_collection"] == 0
   assert 0 < results["candidates_ndcg@20"] <= 1
 
@@ -99,18 +99,21 @@ def test_a_run_trains_evaluates_writes_a_trec_run_and_exports(ranking_setup, tmp
   assert (tmp_path / "run" / "run_test.trec").exists()
   assert evaluated["step"] == 6
 
-  # The SavedModel: raw query and passages in, the evaluated scores out (the evaluation
-  # read float16 cached embeddings; the SavedModel computes them in float32).
-  export_dir = str(tmp_path / "export")
-  ranker_export.export_ranker(str(tmp_path / "run" / "final"), export_dir)
-  served = tf.saved_model.load(export_dir).signatures["serving_default"]
+  # The SavedModel of best/ (the driver's --mode=export), served in a fresh process with
+  # TensorFlow and tensorflow-text only: raw query and passages in, best/'s evaluated
+  # scores out (the evaluation read float16 cached embeddings; the SavedModel computes
+  # them in float32).
+  export_dir = train_lib.run(params, "export", str(tmp_path / "run"))["export"]
   documents = trec_files.read_documents(files["documents"])
   topics = trec_files.read_queries(files["queries"])
-  evaluated_run = trec_files.read_run(str(tmp_path / "run" / "run_test.trec"))
+  evaluated_run = trec_files.read_run(str(best / "run.trec"))
   ranked = evaluated_run["4"]
-  scores = served(query=tf.constant(topics["4"]),
-                  documents=tf.constant([documents[d] for d, _ in ranked]))["scores"].numpy()
-  np.testing.assert_allclose(scores, [s for _, s in ranked], atol=2e-3)
+  (tmp_path / "fresh").mkdir()
+  served = helpers.serve_fresh(export_dir, {"query": topics["4"],
+                                            "documents": [documents[d] for d, _ in ranked]},
+                               tmp_path / "fresh")
+  np.testing.assert_allclose(served["scores"], [s for _, s in ranked], atol=2e-3)
+  assert np.asarray(served["features"]).shape == (len(ranked), 11)
 
 
 def test_the_embeddings_are_cached_per_model_and_collection(ranking_setup, spiece_model,
@@ -174,13 +177,19 @@ def test_bad_files_are_named_before_any_work(ranking_setup, tmp_path):
 
   bad_run = tmp_path / "candidates.trec"
   bad_run.write_text("1 Q0 md-001-01 1 2.5 x\n1 Q0 no-such-doc 2 1.5 x\n")
-  params = _params(files, model_dir, train_data={"candidates": str(bad_run)})
+  params = _params(files, model_dir, train_data={"candidates": str(bad_run)},
+                   validation_data={"candidates": str(bad_run)})
   with pytest.raises(ValueError, match=r"task.train_data.candidates: .* ranks 1 documents "
                                        r"that are not in the collection .*no-such-doc"):
     train_lib.run(params, "train", str(tmp_path / "run2"))
 
   params = _params(files, model_dir, folds=0)
   with pytest.raises(ValueError, match="read the same queries and qrels"):
+    task_factory.get_task(params.task)
+  params = _params(files, model_dir, train_data={"candidates": str(bad_run)})
+  with pytest.raises(ValueError, match=r"task.folds=3 splits one query file into folds, but "
+                                       r"task.train_data and task.validation_data differ in "
+                                       r"candidates"):
     task_factory.get_task(params.task)
   params = _params(files, model_dir, init_checkpoint="")
   with pytest.raises(ValueError, match="task.init_checkpoint must name a pretrained model"):

@@ -11,8 +11,10 @@ characters, bm25s' English stopwords removed, stemmed by PyStemmer's English (Po
 "lucene" variant, as `bm25s.BM25()` has them). Every document of the collection is scored
 (`BM25.get_scores_from_ids`) and the k best kept (k capped at the collection's size),
 equal scores ordered by docid descending (as trec_eval and gdeval read a run), so the
-order never depends on a top-k selection's ties; a query whose every term is a stopword or
-unknown scores 0 everywhere, and gets the last k docids.
+order never depends on a top-k selection's ties. A document that matches no term of the
+query (score 0) is not a candidate, as a Lucene search returns only matching documents: a
+query with fewer than k matching documents has fewer candidates, and a query whose every
+term is a stopword or unknown has none.
 
 With `cache_dir`, the candidates are kept as `bm25-k<k>-<key[:16]>.run` (a TREC run, tag
 "bm25") beside its `.json` sidecar (the settings, the key, the counts, how long the
@@ -42,15 +44,7 @@ BM25_PARAMETERS = {"k1": 1.5, "b": 0.75, "method": "lucene"}
 TOKENIZATION = {"lower": True, "stopwords": "en", "stemmer": "english (PyStemmer)",
                 "token_pattern": r"(?u)\b\w\w+\b"}
 RUN_TAG = "bm25"
-FORMAT = "xlnet_tf.bm25_candidates.v2"      # v2: equal scores by docid descending
-
-
-def _texts_sha256(texts: Dict[str, str]) -> str:
-  digest = hashlib.sha256()
-  for key, text in texts.items():
-    digest.update(json.dumps([key, text], ensure_ascii=False).encode("utf-8"))
-    digest.update(b"\n")
-  return digest.hexdigest()
+FORMAT = "xlnet_tf.bm25_candidates.v3"   # v3: matching documents only, ties by docid desc
 
 
 def cache_settings(queries: Dict[str, str], documents: Dict[str, str],
@@ -58,8 +52,8 @@ def cache_settings(queries: Dict[str, str], documents: Dict[str, str],
   """Everything the candidates depend on, and "key", its SHA-256."""
   settings = {
       "format": FORMAT,
-      "documents_sha256": _texts_sha256(documents),
-      "queries_sha256": _texts_sha256(queries),
+      "documents_sha256": feature_cache.rows_sha256(documents.items()),
+      "queries_sha256": feature_cache.rows_sha256(queries.items()),
       "k": int(k),
       "tokenization": TOKENIZATION,
       "bm25": BM25_PARAMETERS,
@@ -78,8 +72,8 @@ def _tokenize(texts: List[str], return_ids: bool):
 
 def retrieve(queries: Dict[str, str], documents: Dict[str, str],
              k: int) -> Dict[str, List[Tuple[str, float]]]:
-  """{qid: [(docid, BM25 score), ...]}: the k best documents of each query, best first
-  (equal scores by docid descending, as `trec_files.ranked` and the TREC tools order
+  """{qid: [(docid, BM25 score), ...]}: the k best matching documents of each query, best
+  first (equal scores by docid descending, as `trec_files.ranked` and the TREC tools order
   them), with no cache."""
   docids = list(documents)
   retriever = bm25s.BM25(**BM25_PARAMETERS)
@@ -93,7 +87,7 @@ def retrieve(queries: Dict[str, str], documents: Dict[str, str],
   for qid, tokens in zip(queries, query_tokens):
     scores = retriever.get_scores_from_ids(retriever.get_tokens_ids(list(tokens)))
     order = np.lexsort((-rank_of_docid, -scores.astype(np.float64)))[:k]
-    candidates[qid] = [(docids[i], float(scores[i])) for i in order]
+    candidates[qid] = [(docids[i], float(scores[i])) for i in order if scores[i] > 0]
   return candidates
 
 

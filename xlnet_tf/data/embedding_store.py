@@ -10,14 +10,14 @@ vectors (the model's weights, the embedding settings, the texts): a change of mo
 collection makes another store, the old one is left alone. It is written under a temporary
 name and renamed when whole, so a store that exists is complete.
 
-float16 keeps a store half the size of float32; the ranker takes cosines, and a unit vector
-rounded to float16 moves a cosine by about 1e-4 at most (a relative error of 2^-11 per
-component).
+float16 keeps a store half the size of float32; the ranker takes cosines, and rounding a
+unit vector to float16 (a relative error of at most 2^-11 per component) moves a cosine by
+at most about 1e-3, typically far less (the errors of the components mostly cancel).
 
   >>> path = embedding_store.store_path(cache_dir, "documents", key)
   >>> if not embedding_store.exists(path):
   ...   embedding_store.write(path, key, ids, (vectors for each text), dim)
-  >>> store = embedding_store.open_store(path)
+  >>> store = embedding_store.EmbeddingStore(path)
   >>> store.get("md-001-01")                      # float16 [n, D]
 """
 
@@ -39,14 +39,6 @@ DTYPE = np.float16
 def settings_key(settings: Any) -> str:
   """The sha256 of `settings` as canonical JSON (sorted keys)."""
   return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()
-
-
-def texts_sha256(texts: Dict[str, str]) -> str:
-  """A sha256 of (id, text) pairs in id order: the collection part of a key."""
-  digest = hashlib.sha256()
-  for text_id in sorted(texts):
-    digest.update(json.dumps([text_id, texts[text_id]]).encode("utf-8") + b"\n")
-  return digest.hexdigest()
 
 
 def store_path(cache_dir: str, name: str, key: str) -> str:
@@ -99,7 +91,7 @@ def write(path: str, key: str, ids: Sequence[str], vectors: Iterable[np.ndarray]
 
 
 class EmbeddingStore:
-  """A written store, read through a memory map."""
+  """A written store (`EmbeddingStore(path)`), read through a memory map."""
 
   def __init__(self, path: str):
     index_file = os.path.join(path, INDEX_FILE)
@@ -131,12 +123,6 @@ class EmbeddingStore:
   def __len__(self) -> int:
     return len(self.ids)
 
-  def __contains__(self, text_id: str) -> bool:
-    return text_id in self.position
-
-  def length(self, text_id: str) -> int:
-    return int(self.lengths[self.position[text_id]])
-
   def get(self, text_id: str) -> np.ndarray:
     """float16 [n, D], the token embeddings of `text_id`."""
     i = self.position[text_id]
@@ -155,7 +141,3 @@ class EmbeddingStore:
       mask[row, :n] = 1.0
     shape = tuple(np.shape(positions))
     return out.reshape(shape + (length, self.dim)), mask.reshape(shape + (length,))
-
-
-def open_store(path: str) -> EmbeddingStore:
-  return EmbeddingStore(path)

@@ -365,7 +365,9 @@ def missing_judged_documents(qrels: Dict[str, Dict[str, int]],
 
 def read_run(path: str) -> Ranking:
   """{qid: [(docid, score), ...]} from a TREC run `qid Q0 docid rank score tag`, each
-  query's documents by score, highest first (equal scores: by the file's rank, then line).
+  query's documents by score, highest first, equal scores by docid descending (`ranked`:
+  the order trec_eval and gdeval read a run in; the file's rank column is checked, not
+  used, as those tools do).
 
   Raises:
     ValueError: a line without 6 fields, a rank that is not an integer, a score that is
@@ -379,7 +381,7 @@ def read_run(path: str) -> Ranking:
     expected = "qid Q0 docid rank score tag (6 fields, rank an integer, score a number)"
     if len(fields) != 6 or not re.fullmatch(r"[+-]?\d+", fields[3]):
       raise _error(path, number, expected, line)
-    qid, _, docid, rank, score, _ = fields
+    qid, _, docid, _, score, _ = fields
     try:
       value = float(score)
     except ValueError:
@@ -390,9 +392,8 @@ def read_run(path: str) -> Ranking:
       raise _error(path, number, f"each (qid, docid) once, but ({qid}, {docid}) is also on "
                    f"line {first_line[qid, docid]}", line)
     first_line[qid, docid] = number
-    rows.setdefault(qid, []).append((-value, int(rank), number, docid))
-  return {qid: [(docid, -negated) for negated, _, _, docid in sorted(entries)]
-          for qid, entries in rows.items()}
+    rows.setdefault(qid, []).append((docid, value))
+  return {qid: ranked(entries) for qid, entries in rows.items()}
 
 
 def ranked(documents: Iterable[Tuple[str, float]]) -> List[Tuple[str, float]]:

@@ -33,6 +33,8 @@ from xlnet_tf.layers.kernel_pooling import knrm_kernels
 from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.models.encoder_model import EncoderModel
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
+from xlnet_tf.networks.xlnet_encoder import check_hidden_state
+from xlnet_tf.networks.xlnet_encoder import is_word_embedding_state
 
 INPUT_KEYS = ("query_embeddings", "query_mask", "document_embeddings", "document_mask")
 
@@ -54,13 +56,11 @@ class XLNetRanker(EncoderModel):
   def __init__(self, encoder: XLNetEncoder, embedding_layer: int = -1,
                mus: Sequence[float] = None, sigmas: Sequence[float] = None, **kwargs):
     super().__init__(**kwargs)
-    if mus is None or sigmas is None:
+    if (mus is None) != (sigmas is None):
+      raise ValueError("XLNetRanker: give both mus and sigmas, or neither (K-NRM's 11)")
+    if mus is None:
       mus, sigmas = knrm_kernels()
-    n_layer = encoder.config.n_layer
-    if not -n_layer - 1 <= embedding_layer <= n_layer:
-      raise ValueError(f"embedding_layer must index the encoder's {n_layer + 1} hidden "
-                       f"states (0: word embeddings, 1..{n_layer}: the layers' outputs, -1: "
-                       f"the last), got {embedding_layer}")
+    check_hidden_state(embedding_layer, encoder.config.n_layer, "embedding_layer")
     self.encoder = encoder
     self.encoder.trainable = False
     self.embedding_layer = int(embedding_layer)
@@ -72,7 +72,7 @@ class XLNetRanker(EncoderModel):
   @property
   def static_embeddings(self) -> bool:
     """Whether the token embeddings are the word-embedding table's (context-free)."""
-    return self.embedding_layer in (0, -self.encoder.config.n_layer - 1)
+    return is_word_embedding_state(self.embedding_layer, self.encoder.config.n_layer)
 
   def build(self, input_shape=None):
     if not self.encoder.built:

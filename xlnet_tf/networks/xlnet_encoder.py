@@ -14,6 +14,21 @@ from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.layers.step_dropout import StepDropout
 
 
+def check_hidden_state(layer: int, n_layer: int, name: str = "layer") -> None:
+  """Raises ValueError, naming `name`, unless `layer` indexes the n_layer + 1 hidden
+  states (`output_hidden_states`): 0 the word embeddings, k the output of layer k, -1 the
+  last."""
+  if not -n_layer - 1 <= layer <= n_layer:
+    raise ValueError(f"{name} must index the encoder's {n_layer + 1} hidden states (0: the "
+                     f"word embeddings, 1..{n_layer}: the layers' outputs, -1: the last), "
+                     f"got {layer}")
+
+
+def is_word_embedding_state(layer: int, n_layer: int) -> bool:
+  """Whether hidden state `layer` is the word-embedding table's rows (context-free)."""
+  return layer in (0, -n_layer - 1)
+
+
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
 class XLNetEncoder(tf_keras.layers.Layer):
   """Transformer-XL with two-stream attention, batch-major.

@@ -19,13 +19,16 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from official.core import task_factory
 
+from xlnet_tf.data import feature_cache
 from xlnet_tf.data import trec_files
 from xlnet_tf.evaluation import ranking_metrics
 from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import ranking
 from xlnet_tf.tasks import train_lib
 
-# ranker name -> the embedding layer K-NRM reads (None: the candidates themselves)
+FOLD_SETTINGS = "fold_settings.json"     # what a fold's finished run was made with
+# ranker name -> the embedding layer K-NRM reads (None: the candidates' own order, BM25's
+# unless the experiment gives a candidate run)
 RANKERS = {"bm25": None, "knrm_static": 0, "knrm_contextual": -1}
 
 
@@ -56,13 +59,33 @@ def fold_params(settings: RankingSettings, init_checkpoint: str, cache_dir: str,
           f"task.folds={settings.folds},task.fold={fold},"
           f"task.train_data.cache_dir={cache_dir},task.validation_data.cache_dir={cache_dir}")
   override = ",".join(o for o in (settings.params_override, ours) if o)
-  return train_lib.parse_params(experiments.RANKING, [settings.config_file], override)
+  return train_lib.resolve_init_checkpoint(
+      train_lib.parse_params(experiments.RANKING, [settings.config_file], override))
 
 
-def _write_atomic(path: str, text: str) -> None:
-  with open(path + ".partial", "w", encoding="utf-8") as f:
-    f.write(text)
-  os.replace(path + ".partial", path)
+def _write_text(path: str, text: str) -> None:
+  def write(partial):
+    with open(partial, "w", encoding="utf-8") as f:
+      f.write(text)
+  feature_cache.write_atomic(path, write)
+
+
+def _reused_run(model_dir: str, run_file: str, settings: Dict[str, Any]) -> bool:
+  """Whether the fold's finished run (`run_file`) was made with `settings` (recorded in
+  MODEL_DIR/fold_settings.json); a finished run of other settings is refused, naming
+  them (give another --work_dir)."""
+  recorded_file = os.path.join(model_dir, FOLD_SETTINGS)
+  if not os.path.exists(run_file):
+    return False
+  with open(recorded_file, encoding="utf-8") as f:
+    recorded = json.load(f)
+  differing = sorted(k for k in set(recorded) | set(settings)
+                     if recorded.get(k) != settings.get(k))
+  if differing:
+    raise ValueError(f"{model_dir} holds a finished run of other settings ("
+                     + "; ".join(f"{k}: {recorded.get(k)!r} there, {settings.get(k)!r} now"
+                                 for k in differing) + "): give another --work_dir")
+  return True
 
 
 def run_ranker(work_dir: str, settings: RankingSettings, init_checkpoint: str,
@@ -85,7 +108,8 @@ def run_ranker(work_dir: str, settings: RankingSettings, init_checkpoint: str,
       continue
     model_dir = os.path.join(work_dir, ranker, f"fold{fold}")
     run_file = os.path.join(model_dir, f"run_{data.split}.trec")
-    if not os.path.exists(run_file):
+    fold_settings = {"params": params.as_dict(), "ranker": ranker}
+    if not _reused_run(model_dir, run_file, json.loads(json.dumps(fold_settings))):
       queries = task.embeddings(data, "queries")
       documents = task.embeddings(data, "documents")
       timings["embed_documents_seconds"] = documents.info.get("seconds")
@@ -96,6 +120,8 @@ def run_ranker(work_dir: str, settings: RankingSettings, init_checkpoint: str,
       run = task.rerank(model, data)
       timings.setdefault("rerank_seconds_per_query", []).append(
           task.timings["rerank_seconds_per_query"])
+      _write_text(os.path.join(model_dir, FOLD_SETTINGS),
+                  json.dumps(fold_settings, indent=1, sort_keys=True))
       trec_files.write_run(run_file, run, tag=ranker)
       report(f"{ranker} fold {fold}: trained and reranked")
     merged.update(trec_files.read_run(run_file))
@@ -130,10 +156,12 @@ def benchmark(work_dir: str, init_checkpoint: str, settings: RankingSettings, co
         "num_queries": measured["num_queries"], **timings}
     report(f"{ranker}: " + ", ".join(f"{key} {measured[key]:.4f}"
                                       for key in ranking.MEASURES))
-  _write_atomic(os.path.join(work_dir, "results.json"), json.dumps(results, indent=1))
+  _write_text(os.path.join(work_dir, "results.json"), json.dumps(results, indent=1))
   lines = [f"Command: `{command}`", "",
            f"{results['queries']} queries, {results['documents']} documents, "
-           f"{settings.folds} folds; the top {params.task.num_candidates} of BM25 reranked.",
+           f"{settings.folds} folds; the top {params.task.num_candidates} candidates reranked "
+           f"(bm25: the candidates' own order; BM25's unless the experiment gives a "
+           f"candidate run).",
            "", "| ranker | NDCG@20 | ERR@20 | MAP | P@20 | embed (s) | rerank (ms/query) |",
            "|---|---|---|---|---|---|---|"]
   for ranker, row in results["rankers"].items():
@@ -143,6 +171,6 @@ def benchmark(work_dir: str, init_checkpoint: str, settings: RankingSettings, co
                  f"{row['map']:.4f} | {row['p@20']:.4f} | "
                  f"{'-' if embed is None else f'{embed:.1f}'} | "
                  f"{'-' if rerank is None else f'{1000 * rerank:.1f}'} |")
-  _write_atomic(os.path.join(work_dir, "results.md"), "\n".join(lines) + "\n")
+  _write_text(os.path.join(work_dir, "results.md"), "\n".join(lines) + "\n")
   report("\n".join(lines))
   return results

@@ -41,6 +41,7 @@ import tensorflow as tf
 from xlnet_tf import model_directory
 from xlnet_tf import pretrained
 from xlnet_tf.networks.document_reader import read_document
+from xlnet_tf.networks.xlnet_encoder import is_word_embedding_state
 from xlnet_tf.serving import export_card
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
@@ -85,7 +86,8 @@ class EncoderServing(tf.Module):
   @property
   def reads_word_embeddings(self) -> bool:
     """Whether `layer` is the word-embedding table (no encoder run needed)."""
-    return self.layer in (0, -self.encoder.config.n_layer - 1)
+    return self.layer is not None and is_word_embedding_state(
+        self.layer, self.encoder.config.n_layer)
 
   def read(self, features: Dict[str, tf.Tensor]) -> tf.Tensor:
     """The content stream (or hidden state `layer`) of document features [B, K, S] ->

@@ -9,9 +9,10 @@ The inputs are files in the field's formats (`data.trec_files`): queries (TSV or
 topics), documents (JSONL or TREC), qrels and, optionally, a candidate run; without one the
 candidates are BM25's top `num_candidates` (`data.bm25_candidates`, cached). The token
 embeddings of every query and every candidate document are computed once per (model,
-collection) and cached on disk (`data.embedding_store`, in the split's cache_dir) by the
-same graph the SavedModel serves with (`serving.ranker_export.RankerServing.embed`), so a
-served score is the evaluated one. Training reads (query, relevant document, less relevant
+collection) and cached on disk in float16 (`data.embedding_store`, in the split's
+cache_dir) by the same graph the SavedModel serves with
+(`serving.ranker_export.RankerServing.embed`), so a served score is the evaluated one up to
+that rounding. Training reads (query, relevant document, less relevant
 document) triples of the training queries' candidates; evaluation reranks each evaluation
 query's candidates and scores the run with ir-measures (`evaluation.ranking_metrics`:
 NDCG@20 and ERR@20 as the TREC Web Track's gdeval computes them, MAP, P@20), next to the
@@ -41,13 +42,16 @@ from xlnet_tf import model_directory
 from xlnet_tf import task_kind
 from xlnet_tf.data import bm25_candidates
 from xlnet_tf.data import embedding_store
+from xlnet_tf.data import feature_cache
 from xlnet_tf.data import sample_data
+from xlnet_tf.data import tokenization
 from xlnet_tf.data import trec_files
 from xlnet_tf.evaluation import ranking_metrics
 from xlnet_tf.models import xlnet_ranker
 from xlnet_tf.models.xlnet_ranker import RankerSpec
 from xlnet_tf.models.xlnet_ranker import XLNetRanker
 from xlnet_tf.models.xlnet_ranker import build_ranker
+from xlnet_tf.networks.xlnet_encoder import check_hidden_state
 from xlnet_tf.serving import ranker_export
 from xlnet_tf.tasks import base
 
@@ -55,6 +59,7 @@ BUNDLED = "sample_data:ranking/moby_dick/"
 BUNDLED_QUERIES = BUNDLED + "queries.tsv"
 BUNDLED_DOCUMENTS = BUNDLED + "documents.jsonl"
 BUNDLED_QRELS = BUNDLED + "qrels.txt"
+EMBEDDINGS_FORMAT = "xlnet_tf.ranking_embeddings.v1"   # changes with what a store holds
 EMBED_BATCH = 8                      # texts per call when embedding a collection
 CUTOFF = 20                          # NDCG@20, ERR@20, P@20: the paper's and the Web Track's
 MEASURES = tuple(ranking_metrics.measure_key(m, CUTOFF) for m in ranking_metrics.MEASURES)
@@ -205,14 +210,25 @@ class RankingTask(base.XLNetTask):
   def spec_values(self) -> Dict[str, Any]:
     return dataclasses.asdict(self.spec)
 
+  def run_settings(self) -> Dict[str, Any]:
+    """The spec and the pretrained model it embeds with (its files' sha256): a run, and
+    an evaluation of its checkpoints, must read the embeddings of the encoder they hold."""
+    return {**self.spec_values(), "embedding_model": self.model_fingerprint()}
+
   def check(self, training: bool = True, evaluating: bool = False) -> None:
     """`XLNetTask.check` (the network, the SentencePiece model), and that every input
     file reads (each malformed line named) before anything is built."""
     super().check(training, evaluating)
+    check_hidden_state(self.task_config.embedding_layer, self.xlnet_config().n_layer,
+                       "task.embedding_layer")
     if training:
-      self.split_data(self.task_config.train_data)
+      self.training_pairs(self.task_config.train_data)
     if evaluating:
-      self.split_data(self.task_config.validation_data)
+      split = self.split_data(self.task_config.validation_data)
+      if not any(grade > 0 for judged in split.qrels.values() for grade in judged.values()):
+        raise ValueError(
+            f"task.validation_data: none of its {len(split.queries)} queries has a relevant "
+            f"document in the qrels: there is nothing to evaluate")
 
   def check_text_settings(self) -> None:
     """The ranker reads text with the pretrained model's own normalisation (the spec
@@ -277,6 +293,11 @@ class RankingTask(base.XLNetTask):
       logging.warning("task.%s: %d queries have no candidates (they score 0), e.g. %s",
                       base.data_name(data), len(empty), empty[:5])
     split_qrels = {qid: qrels[qid] for qid in queries if qid in qrels}
+    unjudged = [qid for qid in queries if qid not in qrels]
+    if unjudged:
+      logging.warning("%s: %d of the %s queries have no judgments (not evaluated, no "
+                      "training pairs), e.g. %s", qrels_path, len(unjudged),
+                      base.data_name(data), unjudged[:5])
     missing = trec_files.missing_judged_documents(split_qrels, documents)
     if missing:
       logging.warning("%s: %d judged documents of the %s queries are not in the "
@@ -308,7 +329,9 @@ class RankingTask(base.XLNetTask):
 
   def _embedding_settings(self) -> Dict[str, Any]:
     spec = self.spec
-    return {"model": self.model_fingerprint(), "embedding_layer": spec.embedding_layer,
+    return {"format": EMBEDDINGS_FORMAT, "model": self.model_fingerprint(),
+            "spiece_model": tokenization.spiece_sha256(self.spiece_model()),
+            "embedding_layer": spec.embedding_layer,
             "max_seq_length": spec.max_seq_length, "mem_len": spec.mem_len,
             "uncased": spec.uncased, "keep_accents": spec.keep_accents,
             "dtype": np.dtype(embedding_store.DTYPE).name}
@@ -331,7 +354,8 @@ class RankingTask(base.XLNetTask):
           self.spec.max_document_pieces)
     key = embedding_store.settings_key({**self._embedding_settings(), "what": what,
                                         "max_pieces": max_pieces,
-                                        "texts": embedding_store.texts_sha256(texts)})
+                                        "texts": feature_cache.rows_sha256(
+                                            sorted(texts.items()))})
     path = embedding_store.store_path(os.path.join(self.cache_dir(data), "embeddings"),
                                       what, key)
     if path in self._stores:
@@ -339,10 +363,9 @@ class RankingTask(base.XLNetTask):
     if not embedding_store.exists(path):
       os.makedirs(os.path.dirname(path), exist_ok=True)
       self._write_embeddings(path, key, texts, max_pieces)
-    store = embedding_store.open_store(path)
+    store = embedding_store.EmbeddingStore(path)
     logging.info("%s: %d %s embedded in %.1f s", path, len(store), what,
                  store.info.get("seconds", float("nan")))
-    store = embedding_store.open_store(path)
     self._stores[path] = store
     return store
 
@@ -365,28 +388,34 @@ class RankingTask(base.XLNetTask):
 
   # ---- training ----------------------------------------------------------------------------
 
-  def training_triples(self, data: RankingDataConfig) -> np.ndarray:
-    """int64 [P, 3]: (query, better document, worse document) as positions in the
-    embedding stores, every pair of a training query's candidates whose grades differ
-    (an unjudged candidate has grade 0), in query and rank order."""
+  def training_pairs(self, data: RankingDataConfig) -> List[Tuple[str, str, str]]:
+    """(qid, better docid, worse docid): every pair of a training query's candidates whose
+    grades differ (an unjudged candidate, and a negative grade such as ClueWeb's spam -2,
+    count 0, as the measures count them), in query and rank order; ValueError when there
+    is none (before anything is embedded)."""
     split = self.split_data(data)
-    queries = self.embeddings(data, "queries")
-    documents = self.embeddings(data, "documents")
-    triples = []
+    pairs = []
     for qid in split.queries:
       grades = split.qrels.get(qid, {})
-      ranked = [(documents.position[docid], grades.get(docid, 0))
+      ranked = [(docid, max(grades.get(docid, 0), 0))
                 for docid, _ in split.candidates.get(qid, [])]
-      q = queries.position[qid]
-      for better, better_grade in ranked:
-        for worse, worse_grade in ranked:
-          if better_grade > worse_grade:
-            triples.append((q, better, worse))
-    if not triples:
+      pairs.extend((qid, better, worse) for better, better_grade in ranked
+                   for worse, worse_grade in ranked if better_grade > worse_grade)
+    if not pairs:
       raise ValueError("task.train_data: no training pairs: no training query has "
                        "candidates of different relevance grades (check the qrels and "
                        "the candidates)")
-    return np.asarray(triples, np.int64)
+    return pairs
+
+  def training_triples(self, data: RankingDataConfig) -> np.ndarray:
+    """int64 [P, 3]: `training_pairs` as positions in the embedding stores (query,
+    better document, worse document)."""
+    pairs = self.training_pairs(data)
+    queries = self.embeddings(data, "queries")
+    documents = self.embeddings(data, "documents")
+    return np.asarray([(queries.position[qid], documents.position[better],
+                        documents.position[worse]) for qid, better, worse in pairs],
+                      np.int64)
 
   def _lengths(self, data: RankingDataConfig) -> Tuple[int, int]:
     """(Q, N): the longest query and the longest candidate document in pieces (at least
@@ -443,7 +472,7 @@ class RankingTask(base.XLNetTask):
     if input_context is not None and input_context.num_input_pipelines > 1:
       dataset = dataset.shard(input_context.num_input_pipelines,
                               input_context.input_pipeline_id)
-    dataset = dataset.shuffle(len(triples), seed=params.seed,
+    dataset = dataset.shuffle(min(len(triples), params.shuffle_buffer_size), seed=params.seed,
                               reshuffle_each_iteration=True).repeat()
     return dataset.batch(batch_size, drop_remainder=True).map(to_inputs).prefetch(2)
 
@@ -544,8 +573,15 @@ def check_ranking_settings(params: RankingConfig) -> None:
     if not ok:
       raise ValueError(f"task.{name} must be {expected}, got {getattr(params, name)}")
   train, validation = params.train_data, params.validation_data
+  files = ("queries", "qrels", "candidates")
   if not params.folds and (train.queries, train.qrels) == (validation.queries,
                                                            validation.qrels):
     raise ValueError("task.train_data and task.validation_data read the same queries and "
                      "qrels: give each split its files, or task.folds (e.g. 5) to split "
                      "one file's queries into folds")
+  differing = [name for name in files if getattr(train, name) != getattr(validation, name)]
+  if params.folds and differing:
+    raise ValueError(f"task.folds={params.folds} splits one query file into folds, but "
+                     f"task.train_data and task.validation_data differ in "
+                     f"{', '.join(differing)}: give both splits the same files (or "
+                     f"task.folds 0 for splits of their own)")
