@@ -90,14 +90,20 @@ def read_queries(path: str) -> Dict[str, str]:
     entries = _web_track_entries(path, lines)
   else:
     entries = _tsv_entries(path, lines)
-  queries, first_line = {}, {}
-  for number, qid, text in entries:
-    if qid in queries:
-      raise _error(path, number, f"each qid once, but qid {qid!r} is also on line "
-                   f"{first_line[qid]}")
-    queries[qid] = text
-    first_line[qid] = number
-  return queries
+  return _by_id(path, entries, "qid")
+
+
+def _by_id(path: str, entries: Iterable[Tuple[int, str, str]], what: str) -> Dict[str, str]:
+  """{id: text} of (line, id, text) entries, in order; an id seen twice is an error naming
+  both lines."""
+  texts, first_line = {}, {}
+  for number, key, text in entries:
+    if key in texts:
+      raise _error(path, number, f"each {what} once, but {what} {key!r} is also on line "
+                   f"{first_line[key]}")
+    texts[key] = text
+    first_line[key] = number
+  return texts
 
 
 def _tsv_entries(path: str, lines: Sequence[str]) -> List[Tuple[int, str, str]]:
@@ -234,14 +240,7 @@ def read_documents(path: str) -> Dict[str, str]:
     number = next(i for i, line in enumerate(lines, 1) if line.strip())
     raise _error(path, number, 'a JSONL document ({"docid": ..., "text": ...}) or a TREC '
                  "<DOC>", lines[number - 1])
-  documents, first_line = {}, {}
-  for number, docid, text in entries:
-    if docid in documents:
-      raise _error(path, number, f"each docid once, but docid {docid!r} is also on line "
-                   f"{first_line[docid]}")
-    documents[docid] = text
-    first_line[docid] = number
-  return documents
+  return _by_id(path, entries, "docid")
 
 
 def _jsonl_documents(path: str, lines: Sequence[str]) -> List[Tuple[int, str, str]]:

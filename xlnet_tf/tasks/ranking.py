@@ -133,13 +133,14 @@ class RankingConfig(cfg.TaskConfig):
   model: base.XLNetModelConfig = dataclasses.field(default_factory=base.XLNetModelConfig)
   documents: str = ""
   num_candidates: int = 100
-  embedding_layer: int = -1
-  max_seq_length: int = 512
-  mem_len: int = 512
-  max_document_pieces: int = 0
-  n_kernels: int = 11
-  sigma: float = 0.1
-  exact_sigma: float = 1e-3
+  # the ranker's settings: its spec's (`RankerSpec`, their one home), defaults included
+  embedding_layer: int = RankerSpec.embedding_layer
+  max_seq_length: int = RankerSpec.max_seq_length
+  mem_len: int = RankerSpec.mem_len
+  max_document_pieces: int = RankerSpec.max_document_pieces
+  n_kernels: int = RankerSpec.n_kernels
+  sigma: float = RankerSpec.sigma
+  exact_sigma: float = RankerSpec.exact_sigma
   folds: int = 0
   fold: int = 0
   train_data: RankingDataConfig = base.data_config("train", True, 32, RankingDataConfig)
@@ -497,12 +498,13 @@ class RankingTask(base.XLNetTask):
     width = max(1, max(len(c) for c in split.candidates.values()) if split.candidates else 1)
     score = tf.function(lambda inputs: model(inputs, training=False)["scores"])
     run = {}
-    start = time.perf_counter()
+    seconds = []                      # per query with candidates, from the cached embeddings
     for qid in split.queries:
       ranking = split.candidates.get(qid, [])
       if not ranking:
         run[qid] = []
         continue
+      start = time.perf_counter()
       positions = np.zeros([1, width], np.int64)
       positions[0, :len(ranking)] = [documents.position[d] for d, _ in ranking]
       q, q_mask = queries.padded(np.asarray([queries.position[qid]]), q_len)
@@ -511,8 +513,10 @@ class RankingTask(base.XLNetTask):
       scores = score({"query_embeddings": q, "query_mask": q_mask,
                       "document_embeddings": d, "document_mask": d_mask}).numpy()[0]
       run[qid] = trec_files.ranked((docid, scores[i]) for i, (docid, _) in enumerate(ranking))
-    self.timings["rerank_seconds_per_query"] = (
-        (time.perf_counter() - start) / max(1, len(split.queries)))
+      seconds.append(time.perf_counter() - start)
+    # the mean after the first query (whose call also traces the graph)
+    steady = seconds[1:] or seconds
+    self.timings["rerank_seconds_per_query"] = sum(steady) / max(1, len(steady))
     return run
 
   def evaluate(self, model: tf_keras.Model, params: Optional[RankingDataConfig] = None,
