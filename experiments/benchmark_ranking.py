@@ -4,6 +4,7 @@ candidates (BM25's top 100), the same query folds.
 
   python -m experiments.benchmark_ranking --init_checkpoint=runs/demo/pretrain/final \
     --work_dir=runs/ranking          (results: docs/benchmarks.md, "Document ranking")
+  python -m experiments.benchmark_ranking --part=timing ...   (the same flags, after it)
 
 The collection is the experiment's (experiments/configs/ranking_demo.yaml: the bundled
 Moby-Dick collection, constructed: the chapter titles as queries over the chapters'
@@ -11,8 +12,11 @@ passages; --params_override=task.documents=...,task.train_data.queries=... for a
 Every query is tested once: --folds folds (query i in fold i mod folds), each K-NRM trained
 on the other folds by the xlnet/ranking experiment, its test folds' runs joined and scored
 once with ir-measures (NDCG@20 and ERR@20 by the TREC Web Track's gdeval, MAP, P@20).
-Also measured: the seconds to embed the collection's candidates (once per model and
-layer) and the milliseconds to rerank one query's candidates from the cached embeddings.
+Also measured (--part=accuracy, as the runs go, or --part=timing afterwards, into a fresh
+cache and with the fold-0 models, for a measurement on quiet cores): the seconds to embed
+the queries and the collection's candidates (once per model and layer) and the
+milliseconds to rerank one query's candidates from the cached embeddings (the mean after
+the first query, which also builds the graph).
 --rankers takes knrm_layer<k> too (hidden state k). Finished runs are reused.
 
 The runs are xlnet_tf/pipelines/ranking.py.
@@ -30,6 +34,7 @@ from absl import flags  # noqa: E402
 from xlnet_tf.pipelines import ranking  # noqa: E402
 
 _DEFAULTS = ranking.RankingSettings()
+_PART = flags.DEFINE_enum("part", "accuracy", ["accuracy", "timing"], "What to measure.")
 _WORK_DIR = flags.DEFINE_string("work_dir", "runs/ranking", "Where the runs go.")
 _INIT = flags.DEFINE_string("init_checkpoint", "runs/demo/pretrain/final",
                             "The pretrained model directory or preset name.")
@@ -43,16 +48,25 @@ _RANKERS = flags.DEFINE_list("rankers", list(_DEFAULTS.rankers),
 
 def main(argv):
   del argv
+  if not _RANKERS.value:
+    raise app.UsageError("--rankers is empty: name at least one of "
+                         f"{list(ranking.RANKERS)} or knrm_layer<k>")
   for name in _RANKERS.value:
-    ranking.embedding_layer(name)                  # an unknown name, before any work
+    try:
+      ranking.embedding_layer(name)                # an unknown name, before any work
+    except ValueError as e:
+      raise app.UsageError(f"--rankers: {e}") from None
   if _FOLDS.value < 2:
     raise app.UsageError(f"--folds must be >= 2, got {_FOLDS.value}")
   settings = ranking.RankingSettings(config_file=_CONFIG.value,
                                      params_override=_OVERRIDE.value, folds=_FOLDS.value,
                                      rankers=tuple(_RANKERS.value))
-  ranking.benchmark(_WORK_DIR.value, _INIT.value, settings,
-                    command=" ".join(["python -m experiments.benchmark_ranking"] +
-                                     sys.argv[1:]))
+  if _PART.value == "timing":
+    ranking.timing(_WORK_DIR.value, _INIT.value, settings)
+  else:
+    ranking.benchmark(_WORK_DIR.value, _INIT.value, settings,
+                      command=" ".join(["python -m experiments.benchmark_ranking"] +
+                                       sys.argv[1:]))
 
 
 if __name__ == "__main__":

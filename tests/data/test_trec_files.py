@@ -248,3 +248,34 @@ def test_web_track_topics_give_the_queries(tmp_path):
       '<topic number="1" type="faceted">', '<topic type="faceted">'))
   with pytest.raises(ValueError, match=rf'^{unnumbered}:2: expected a number attribute'):
     trec_files.read_queries(unnumbered)
+
+
+def test_a_byte_order_mark_a_header_and_padded_numbers(tmp_path):
+  """What careless files hold: a UTF-8 BOM (dropped), a TSV header line (skipped), topic
+  numbers written 001 in one file and 1 in another (the same query everywhere)."""
+  queries = tmp_path / "q.tsv"
+  queries.write_bytes("\ufeffqid\tquery\n001\tLoomings.\n2\tThe Carpet-Bag.\n".encode())
+  assert trec_files.read_queries(str(queries)) == {"1": "Loomings.", "2": "The Carpet-Bag."}
+  topics = tmp_path / "topics.txt"
+  topics.write_bytes("\ufeff<top>\r\n<num> Number: 001\r\n<title> Loomings.\r\n</top>\r\n"
+                     .encode())
+  assert trec_files.read_queries(str(topics)) == {"1": "Loomings."}
+  qrels = _write(tmp_path, "qrels", "001 0 md-001-01 1\n")
+  assert trec_files.read_qrels(qrels) == {"1": {"md-001-01": 1}}
+  run = _write(tmp_path, "run", "001 Q0 md-001-01 1 2.5 t\n")
+  assert trec_files.read_run(run) == {"1": [("md-001-01", 2.5)]}
+
+
+def test_bytes_that_are_not_utf8_are_named_by_line(tmp_path):
+  path = tmp_path / "docs.jsonl"
+  path.write_bytes(b'{"docid": "a", "text": "fine"}\n{"docid": "b", "text": "caf\xe9"}\n')
+  with pytest.raises(ValueError, match=rf"^{path}:2: expected UTF-8 text, but byte 0xe9 at "
+                                       r"byte offset 58 is not UTF-8"):
+    trec_files.read_documents(str(path))
+
+
+def test_an_unclosed_web_track_topic_is_named(tmp_path):
+  path = _write(tmp_path, "wt.xml", WEB_TRACK_TOPICS.replace("</topic>\n\n<topic", "\n<topic"))
+  with pytest.raises(ValueError, match=rf"^{path}:2: expected </topic> closing this <topic> "
+                                       r"before the next one \(line 8\)"):
+    trec_files.read_queries(path)

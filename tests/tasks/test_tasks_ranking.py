@@ -18,6 +18,8 @@ from xlnet_tf import pretrained
 from xlnet_tf.data import embedding_store
 from xlnet_tf.data import tokenization
 from xlnet_tf.data import trec_files
+from xlnet_tf import model_directory
+from xlnet_tf.models.xlnet_ranker import RankerSpec
 from xlnet_tf.models.xlnet_ranker import XLNetRanker
 from xlnet_tf.models.xlnet_ranker import build_ranker
 from xlnet_tf.tasks import experiments  # noqa: F401  (registers the experiments)
@@ -93,7 +95,10 @@ def test_a_run_trains_evaluates_writes_a_trec_run_and_exports(ranking_setup, tmp
   assert results["num_queries"] == 4 and results["judged_not_in_collection"] == 0
   assert 0 < results["candidates_ndcg@20"] <= 1
 
-  # --mode=eval writes the split's results and run beside them.
+  # --mode=eval writes the split's results and run beside them; evaluating another fold
+  # (one the model trained on) is refused.
+  with pytest.raises(ValueError, match=r"fold: 0 .*1 now"):
+    train_lib.run(_params(files, model_dir, fold=1), "eval", str(tmp_path / "run"))
   evaluated = train_lib.run(params, "eval", str(tmp_path / "run"))["eval"]
   assert (tmp_path / "run" / "eval_results_test.json").exists()
   assert (tmp_path / "run" / "run_test.trec").exists()
@@ -114,6 +119,11 @@ def test_a_run_trains_evaluates_writes_a_trec_run_and_exports(ranking_setup, tmp
                                tmp_path / "fresh")
   np.testing.assert_allclose(served["scores"], [s for _, s in ranked], atol=2e-3)
   assert np.asarray(served["features"]).shape == (len(ranked), 11)
+  # One query a call: a batch of queries is refused, not read as its first.
+  rank = tf.saved_model.load(export_dir).signatures["serving_default"]
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=r"input query has shape \[2\]; expected \[\]"):
+    rank(query=tf.constant(["whale", "sea"]), documents=tf.constant(["a whale"]))
 
 
 def test_the_embeddings_are_cached_per_model_and_collection(ranking_setup, spiece_model,
@@ -182,6 +192,21 @@ def test_bad_files_are_named_before_any_work(ranking_setup, tmp_path):
   with pytest.raises(ValueError, match=r"task.train_data.candidates: .* ranks 1 documents "
                                        r"that are not in the collection .*no-such-doc"):
     train_lib.run(params, "train", str(tmp_path / "run2"))
+
+  graded = tmp_path / "graded"
+  graded.write_text(open(files["qrels"]).read().replace(" 1\n", " 5\n", 1))
+  params = _params(files, model_dir, train_data={"qrels": str(graded)},
+                   validation_data={"qrels": str(graded)})
+  with pytest.raises(ValueError, match=rf"task.train_data.qrels: {graded} judges 1 documents "
+                                       r"above grade 4"):
+    train_lib.run(params, "train", str(tmp_path / "run3"))
+
+  fine_tuned = tmp_path / "ranker_dir"
+  ranker = build_ranker(pretrained.load_pretrained(model_dir).config, mem_len=8)
+  model_directory.save(ranker, str(fine_tuned), RankerSpec(mem_len=8), None)
+  params = _params(files, str(fine_tuned))
+  with pytest.raises(ValueError, match="is a fine-tuned ranker model directory"):
+    train_lib.run(params, "train", str(tmp_path / "run4"))
 
   params = _params(files, model_dir, folds=0)
   with pytest.raises(ValueError, match="read the same queries and qrels"):

@@ -8,10 +8,9 @@ relevance judgments (qrels) and runs, read into plain dicts and written back.
   >>> write_run("reranked.run", run, tag="knrm")
 
 Formats:
-  queries    TSV `qid<TAB>text` (blank lines skipped), or TREC topics (`<top> <num> Number:
-             51 <title> text ... </top>`: the title is the query; a numeric <num> loses its
-             leading zeros, "051" -> "51", as the qrels of those topics write it), or the
-             Web Track's XML topics (`<topic number="51" ...> <query>text</query> ...
+  queries    TSV `qid<TAB>text` (blank lines skipped; a first line `qid<TAB>query` or the
+             like is a header), or TREC topics (`<top> <num> Number: 51 <title> text ...
+             </top>`: the title is the query), or the Web Track's XML topics (`<topic number="51" ...> <query>text</query> ...
              </topic>`, 2009-2014: the <query> is the query). A file whose first non-blank
              text starts with `<top>` is a topic file, with `<webtrack`, `<topic` or `<?xml`
              a Web Track file.
@@ -26,8 +25,11 @@ Formats:
   runs       `qid Q0 docid rank score tag`.
 
 Every reader checks the whole file before returning and raises ValueError naming the file,
-the line and what was expected, with the offending text (shortened). Identifiers (qid,
-docid, tag) may not hold white space: the TREC formats split on it. `write_run` writes under
+the line and what was expected, with the offending text (shortened). Files are UTF-8 (a
+byte-order mark is dropped). Identifiers (qid, docid, tag) may not hold white space: the
+TREC formats split on it. A numeric qid loses its leading zeros in every reader (`qid_of`:
+"051" -> "51"; TREC's topic files write 051 and their qrels 51), so queries, qrels and runs
+agree. `write_run` writes under
 a temporary name and renames (`feature_cache.write_atomic`). Local paths and URLs
 (`storage.open_file`).
 """
@@ -57,8 +59,23 @@ def _error(path: str, line: int, expected: str, text: Optional[str] = None) -> V
 
 
 def _read_lines(path: str) -> List[str]:
-  with storage.open_file(path, "r") as f:
-    return f.read().splitlines()
+  """The file's lines, decoded as UTF-8 (a leading byte-order mark dropped); a byte that
+  is not UTF-8 is an error naming its line."""
+  with storage.open_file(path, "rb") as f:
+    data = f.read()
+  try:
+    text = data.decode("utf-8")
+  except UnicodeDecodeError as e:
+    line = data.count(b"\n", 0, e.start) + 1
+    raise _error(path, line, f"UTF-8 text, but byte {e.object[e.start]:#04x} at byte "
+                 f"offset {e.start} is not UTF-8") from None
+  return text.removeprefix("\ufeff").splitlines()
+
+
+def qid_of(text: str) -> str:
+  """A query id as every reader here gives it: a number without its leading zeros ("051"
+  -> "51", as TREC's topic files and their qrels disagree), anything else unchanged."""
+  return str(int(text)) if text.isdigit() else text
 
 
 def _first_non_blank(lines: Sequence[str]) -> str:
@@ -106,6 +123,11 @@ def _by_id(path: str, entries: Iterable[Tuple[int, str, str]], what: str) -> Dic
   return texts
 
 
+# First lines of a queries TSV that are a header, not a query.
+_TSV_HEADERS = {(q, t) for q in ("qid", "query_id", "id", "topic")
+                for t in ("query", "text", "query_text", "title")}
+
+
 def _tsv_entries(path: str, lines: Sequence[str]) -> List[Tuple[int, str, str]]:
   entries = []
   for number, line in enumerate(lines, 1):
@@ -115,7 +137,10 @@ def _tsv_entries(path: str, lines: Sequence[str]) -> List[Tuple[int, str, str]]:
     if not tab:
       raise _error(path, number, "qid<TAB>query text", line)
     qid, text = qid.strip(), " ".join(text.split())
+    if not entries and (qid.lower(), text.lower()) in _TSV_HEADERS:
+      continue                               # a header line, not a query
     _check_identifier(path, number, "qid", qid, line)
+    qid = qid_of(qid)
     if not text:
       raise _error(path, number, f"a non-empty query text for qid {qid!r}", line)
     entries.append((number, qid, text))
@@ -190,10 +215,13 @@ def _web_track_entries(path: str, lines: Sequence[str]) -> List[Tuple[int, str, 
     if found is None:
       raise _error(path, number, 'a number attribute: <topic number="N">',
                    "<topic" + attributes + ">")
+    nested = re.search(r"<topic\b", body, re.I)
+    if nested:
+      raise _error(path, number, f"</topic> closing this <topic> before the next one (line "
+                   f"{line_of(match.start(2) + nested.start())})")
     qid = found.group(1).strip()
     _check_identifier(path, number, "topic number", qid, attributes)
-    if qid.isdigit():
-      qid = str(int(qid))
+    qid = qid_of(qid)
     query = _WEB_QUERY.search(body)
     if query is None or not " ".join(html.unescape(query.group(1)).split()):
       raise _error(path, number, f"a non-empty <query> in topic {qid!r}")
@@ -210,8 +238,7 @@ def _topic(path, top_line, num, title) -> Tuple[int, str, str]:
   number, text = num
   qid = re.sub(r"^\s*number\s*:", "", text, flags=re.I).strip()
   _check_identifier(path, number, "topic number after <num>", qid, text)
-  if qid.isdigit():
-    qid = str(int(qid))
+  qid = qid_of(qid)
   if title is None:
     raise _error(path, top_line, f"a <title> in the topic {qid!r}")
   query = " ".join(re.sub(r"^\s*topic\s*:", "", title[1], flags=re.I).split())
@@ -343,6 +370,7 @@ def read_qrels(path: str) -> Dict[str, Dict[str, int]]:
       raise _error(path, number, "qid iteration docid relevance (4 fields, relevance an "
                    "integer)", line)
     qid, _, docid, relevance = fields
+    qid = qid_of(qid)
     if (qid, docid) in first_line:
       raise _error(path, number, f"one judgment of each (qid, docid), but ({qid}, {docid}) "
                    f"is also judged on line {first_line[qid, docid]}", line)
@@ -381,6 +409,7 @@ def read_run(path: str) -> Ranking:
     if len(fields) != 6 or not re.fullmatch(r"[+-]?\d+", fields[3]):
       raise _error(path, number, expected, line)
     qid, _, docid, _, score, _ = fields
+    qid = qid_of(qid)
     try:
       value = float(score)
     except ValueError:

@@ -174,3 +174,33 @@ def benchmark(work_dir: str, init_checkpoint: str, settings: RankingSettings, co
   _write_text(os.path.join(work_dir, "results.md"), "\n".join(lines) + "\n")
   report("\n".join(lines))
   return results
+
+
+def timing(work_dir: str, init_checkpoint: str, settings: RankingSettings,
+           report: Callable[[str], None] = print) -> Dict[str, Any]:
+  """The time to embed the collection (its queries and candidates, into a fresh cache
+  WORK_DIR/timing-<n>) and to rerank one query's candidates from it, for each K-NRM ranker
+  of `settings` with its fold-0 model of a finished `benchmark` in WORK_DIR; writes
+  WORK_DIR/timing.json."""
+  runs = len([n for n in os.listdir(work_dir) if n.startswith("timing-")])
+  cache_dir = os.path.join(work_dir, f"timing-{runs}")
+  results = {}
+  for ranker in settings.rankers:
+    layer = embedding_layer(ranker)
+    if layer is None:
+      continue
+    params = fold_params(settings, init_checkpoint, cache_dir, 0, layer)
+    task = task_factory.get_task(params.task)
+    data = params.task.validation_data
+    queries = task.embeddings(data, "queries")
+    documents = task.embeddings(data, "documents")
+    model = task.load_model_dir(os.path.join(work_dir, ranker, "fold0", train_lib.FINAL_DIR))
+    task.rerank(model, data)
+    results[ranker] = {
+        "queries": len(queries), "embed_queries_seconds": queries.info["seconds"],
+        "documents": len(documents), "pieces": int(documents.lengths.sum()),
+        "embed_documents_seconds": documents.info["seconds"],
+        "rerank_ms_per_query": 1000 * task.timings["rerank_seconds_per_query"]}
+    report(f"{ranker}: " + json.dumps(results[ranker]))
+  _write_text(os.path.join(work_dir, "timing.json"), json.dumps(results, indent=1))
+  return results

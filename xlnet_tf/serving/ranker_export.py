@@ -2,7 +2,8 @@
 documents as raw text in, their scores out.
 
 Signature:
-  serving_default  query string [] and documents string [C] (any C, any length)
+  serving_default  query string [] (one query; any other shape is refused when served) and
+                   documents string [C] (any C, any length)
                    -> scores float32 [C] (K-NRM's tanh(w . phi + b): higher ranks first),
                       features float32 [C, K] (the kernel features phi).
 Each text is normalised and cut into SentencePiece pieces in the graph
@@ -59,7 +60,9 @@ class RankerServing(tf.Module):
             "token_mask": outputs["token_mask"]}
 
   def rank(self, query, documents) -> Dict[str, tf.Tensor]:
-    query = check_shapes("serving_default", {"query": (query, [], TEXTS)})["query"]
+    query = check_shapes("serving_default", {"query": (query, [], "one UTF-8 query")})[
+        "query"]
+    query = tf.reshape(query, [])                  # checked above: one string
     documents = check_shapes("serving_default",
                              {"documents": (documents, [None], TEXTS)})["documents"]
     q = self.embed(query[tf.newaxis])                                      # [1, Q, D]
@@ -72,8 +75,11 @@ class RankerServing(tf.Module):
 
   def signatures(self):
     rank_fn = tf.function(lambda query, documents: self.rank(query, documents))
+    # `query` is declared of any shape so that its shape is checked when served (a
+    # declared [] is static: a check of it would be folded away, and a loaded signature
+    # does not enforce what it declares); one string is what it takes.
     return {"serving_default": rank_fn.get_concrete_function(
-        query=tf.TensorSpec([], tf.string), documents=tf.TensorSpec([None], tf.string))}
+        query=tf.TensorSpec(None, tf.string), documents=tf.TensorSpec([None], tf.string))}
 
 
 def export_ranker(model_dir: str, export_dir: str,

@@ -212,13 +212,21 @@ class RankingTask(base.XLNetTask):
     return dataclasses.asdict(self.spec)
 
   def run_settings(self) -> Dict[str, Any]:
-    """The spec and the pretrained model it embeds with (its files' sha256): a run, and
-    an evaluation of its checkpoints, must read the embeddings of the encoder they hold."""
-    return {**self.spec_values(), "embedding_model": self.model_fingerprint()}
+    """The spec, the pretrained model it embeds with (its files' sha256) and the folds: a
+    run, and an evaluation of its checkpoints, must read the embeddings of the encoder
+    they hold, and evaluate the fold they did not train on."""
+    params = self.task_config
+    return {**self.spec_values(), "embedding_model": self.model_fingerprint(),
+            "folds": params.folds, "fold": params.fold if params.folds else None}
 
   def check(self, training: bool = True, evaluating: bool = False) -> None:
     """`XLNetTask.check` (the network, the SentencePiece model), and that every input
     file reads (each malformed line named) before anything is built."""
+    kind = task_kind.of_model_dir(self.init_dir())
+    if kind.name != task_kind.PRETRAINED:
+      raise ValueError(f"task.init_checkpoint: {self.init_dir()} is a fine-tuned {kind.name} "
+                       f"model directory ({kind.spec_file}); the ranker embeds with a "
+                       f"pretrained model's encoder: give the pretrained directory")
     super().check(training, evaluating)
     check_hidden_state(self.task_config.embedding_layer, self.xlnet_config().n_layer,
                        "task.embedding_layer")
@@ -243,8 +251,10 @@ class RankingTask(base.XLNetTask):
   def collection(self) -> Dict[str, str]:
     """docid -> text of the collection (read once)."""
     if self._collection is None:
-      self._collection = trec_files.read_documents(
-          _resolve(self.task_config.documents, BUNDLED_DOCUMENTS))
+      path = _resolve(self.task_config.documents, BUNDLED_DOCUMENTS)
+      self._collection = trec_files.read_documents(path)
+      if not self._collection:
+        raise ValueError(f"task.documents: {path} holds no documents")
     return self._collection
 
   def _fold_of(self, position: int) -> int:
@@ -263,6 +273,14 @@ class RankingTask(base.XLNetTask):
     queries_path, qrels_path, run_path = paths
     all_queries = trec_files.read_queries(queries_path)
     qrels = trec_files.read_qrels(qrels_path)
+    too_high = [(qid, docid, grade) for qid, judged in qrels.items()
+                for docid, grade in judged.items() if grade > ranking_metrics.MAX_GDEVAL_GRADE]
+    if too_high:
+      raise ValueError(f"task.{base.data_name(data)}.qrels: {qrels_path} judges "
+                       f"{len(too_high)} documents above grade "
+                       f"{ranking_metrics.MAX_GDEVAL_GRADE}, e.g. (qid, docid, grade) "
+                       f"{too_high[:3]}; NDCG@20 and ERR@20 as gdeval computes them take "
+                       f"grades up to {ranking_metrics.MAX_GDEVAL_GRADE}")
     documents = self.collection()
     if params.folds:
       keep_fold = (lambda f: f != params.fold) if data.is_training else (
@@ -342,9 +360,10 @@ class RankingTask(base.XLNetTask):
     self.initialize(model)
     return ranker_export.RankerServing(model, self.spec, self.spiece_model())
 
-  def embeddings(self, data: RankingDataConfig, what: str) -> embedding_store.EmbeddingStore:
-    """The cached token embeddings of the split's file's queries (`what` "queries") or of
-    the candidates of all its queries ("documents"), computed on first use."""
+  def _store(self, data: RankingDataConfig, what: str):
+    """(key, path, texts, max_pieces) of the embedding store of the split's file's queries
+    (`what` "queries") or of the candidates of all its queries ("documents"): what it
+    holds and where, known before anything is embedded."""
     split = self.split_data(data)
     if what == "queries":
       texts, max_pieces = split.all_queries, 0
@@ -359,6 +378,11 @@ class RankingTask(base.XLNetTask):
                                             sorted(texts.items()))})
     path = embedding_store.store_path(os.path.join(self.cache_dir(data), "embeddings"),
                                       what, key)
+    return key, path, texts, max_pieces
+
+  def embeddings(self, data: RankingDataConfig, what: str) -> embedding_store.EmbeddingStore:
+    """The cached token embeddings of `_store(data, what)`, computed on first use."""
+    key, path, texts, max_pieces = self._store(data, what)
     if path in self._stores:
       return self._stores[path]
     if not embedding_store.exists(path):
@@ -429,9 +453,9 @@ class RankingTask(base.XLNetTask):
   def train_run_settings(self, data, strategy) -> Dict[str, Any]:
     split = self.split_data(data)
     return {"task": {**self.run_settings(), "num_candidates": self.task_config.num_candidates},
-            "train_data": {**split.sources,
-                           "documents": self.embeddings(data, "documents").key,
-                           "queries_embedded": self.embeddings(data, "queries").key},
+            "train_data": {**split.sources,                 # keys: nothing embedded yet
+                           "documents": self._store(data, "documents")[0],
+                           "queries_embedded": self._store(data, "queries")[0]},
             "train_batch_size": data.global_batch_size,
             "replicas": strategy.num_replicas_in_sync}
 
@@ -536,7 +560,7 @@ class RankingTask(base.XLNetTask):
     out = {name: results[name] for name in MEASURES}
     out.update({f"candidates_{name}": baseline[name]
                 for name in MEASURES})
-    out["num_queries"] = len(split.queries)
+    out["num_queries"] = results["num_queries"]          # averaged over (module doc)
     out["judged_not_in_collection"] = split.sources["judged_not_in_collection"]
     return out
 
