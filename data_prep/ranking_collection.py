@@ -24,12 +24,15 @@ import os
 import re
 from typing import Dict, List, Tuple
 
-from absl import app
-from absl import flags
+from xlnet_tf import console  # noqa: E402
 
-from xlnet_tf import console
-from xlnet_tf.data import sample_data
-from xlnet_tf.data import trec_files
+console.start()  # before TensorFlow is imported (trec_files writes through feature_cache)
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+from xlnet_tf.data import sample_data  # noqa: E402
+from xlnet_tf.data import trec_files  # noqa: E402
 
 MIN_WORDS = 150
 MAX_WORDS = 250
