@@ -219,3 +219,21 @@ def test_bad_files_are_named_before_any_work(ranking_setup, tmp_path):
   params = _params(files, model_dir, init_checkpoint="")
   with pytest.raises(ValueError, match="task.init_checkpoint must name a pretrained model"):
     task_factory.get_task(params.task)
+
+
+def test_a_judged_document_missing_from_the_collection_is_reported(ranking_setup, tmp_path,
+                                                                   caplog):
+  """Not dropped: a warning names it, the results count it, and it counts as a relevant
+  document not found (the measures see it in the qrels)."""
+  files, model_dir, _ = ranking_setup
+  qrels = tmp_path / "qrels"
+  qrels.write_text(open(files["qrels"]).read() + "1 0 md-999-01 1\n")
+  params = _params(dict(files, qrels=str(qrels)), model_dir)
+  task = task_factory.get_task(params.task)
+  data = params.task.validation_data.replace(cache_dir=str(tmp_path / "cache"))
+  with caplog.at_level("WARNING"):
+    split = task.split_data(data)
+  assert split.sources["judged_not_in_collection"] == 1
+  assert "1 judged documents of the validation_data queries are not in the collection" in (
+      caplog.text) and "md-999-01" in caplog.text
+  assert split.qrels["1"]["md-999-01"] == 1
