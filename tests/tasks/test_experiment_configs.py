@@ -18,7 +18,7 @@ CONFIGS = sorted(glob.glob(os.path.join(ROOT, "experiments", "configs", "*.yaml"
 EXPERIMENT_OF_PREFIX = {"classification": experiments.CLASSIFICATION,
                         "pretraining": experiments.PRETRAINING,
                         "squad": experiments.SQUAD, "race": experiments.RACE,
-                        "tagging": experiments.TAGGING}
+                        "tagging": experiments.TAGGING, "ranking": experiments.RANKING}
 SIZES = {"base": (12, 768), "large": (24, 1024), "small": (2, 128)}
 
 
@@ -45,6 +45,7 @@ def test_every_yaml_parses_and_builds_its_task(spiece_model, pretraining_records
   assert len(CONFIGS) >= 10
   race_dir = tmp_path / "race"
   helpers.write_race_sample(race_dir, splits=("train", "dev"))
+  tiny_pretrained = helpers.write_pretrained_dir(tmp_path / "pretrained", spiece_model)
   for path in CONFIGS:
     name = os.path.basename(path)
     experiment = EXPERIMENT_OF_PREFIX[name.split("_")[0]]
@@ -65,6 +66,8 @@ def test_every_yaml_parses_and_builds_its_task(spiece_model, pretraining_records
       override += [f"task.train_file={sample}", f"task.predict_file={sample}"]
     if experiment == experiments.CLASSIFICATION and size:
       override.append("task.task_name=movie_reviews")     # its data is bundled
+    if experiment == experiments.RANKING and not size:
+      override.append(f"task.init_checkpoint={tiny_pretrained}")   # make demo's model
     params = train_lib.parse_params(experiment, [path], ",".join(override))
     task = task_factory.get_task(params.task)
     config = task.xlnet_config()
@@ -75,7 +78,7 @@ def test_every_yaml_parses_and_builds_its_task(spiece_model, pretraining_records
       task.build_model()
 
 
-def _demo_override(experiment, spiece_model, records, race_dir):
+def _demo_override(experiment, spiece_model, records, race_dir, tmp_path):
   if experiment == experiments.PRETRAINING:
     return (f"task.train_data.input_path={records},"
             f"task.validation_data.input_path={records}")
@@ -83,6 +86,14 @@ def _demo_override(experiment, spiece_model, records, race_dir):
               f"task.validation_data.spiece_model={spiece_model}")
   if experiment == experiments.RACE:
     override += f",task.data_dir={race_dir}"
+  if experiment == experiments.RANKING:       # a tiny model over 12 chapters' passages
+    files = helpers.write_ranking_sample(tmp_path / "collection")
+    model_dir = helpers.write_pretrained_dir(tmp_path / "pretrained", spiece_model)
+    override += (f",task.init_checkpoint={model_dir},task.documents={files['documents']},"
+                 "task.max_seq_length=32,task.mem_len=32" + "".join(
+                     f",task.{split}.{key}={files[key]}"
+                     for split in ("train_data", "validation_data")
+                     for key in ("queries", "qrels")))
   return override
 
 
@@ -99,7 +110,8 @@ def test_every_task_trains_in_bfloat16_with_gradient_accumulation(
     demo = os.path.join(ROOT, "experiments", "configs",
                         f"{experiment.split('/')[1]}_demo.yaml")
     accumulate = 1 if experiment == experiments.PRETRAINING else 2
-    override = (_demo_override(experiment, spiece_model, pretraining_records[0], race_dir) +
+    override = (_demo_override(experiment, spiece_model, pretraining_records[0], race_dir,
+                               tmp_path) +
                 ",trainer.train_steps=2,trainer.steps_per_loop=1,"
                 "trainer.checkpoint_interval=2,task.optimization.warmup_steps=1,"
                 "task.optimization.precision=bfloat16"

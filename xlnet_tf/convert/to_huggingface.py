@@ -148,11 +148,13 @@ def detect_kind(model_dir: str) -> str:
     found = sorted(os.listdir(model_dir))
     hint = (" (a HuggingFace directory is imported with --to xlnet_tf, not exported)"
             if CONFIG_FILE in found else "")
+    exportable = sorted(kind.spec_file for kind in task_kind.kinds()   # HF has their heads
+                        if kind.spec_file and kind.hf_architecture_out)
     raise ValueError(
         f"--source {model_dir}: not an xlnet_tf model directory: it has no {missing[0]}. "
         f"Expected {required[0]} and {required[1]} (written by training, xlnet_tf.convert or "
-        f"save_pretrained), plus one of {', '.join(task_kind.spec_files())} for a "
-        f"fine-tuned model; found {found[:20]}{' ...' if len(found) > 20 else ''}{hint}")
+        f"save_pretrained), plus one of {', '.join(exportable)} for a fine-tuned model; "
+        f"found {found[:20]}{' ...' if len(found) > 20 else ''}{hint}")
   try:
     kind = task_kind.of_model_dir(model_dir)
   except ValueError as e:

@@ -86,7 +86,7 @@ class XLNetRanker(EncoderModel):
     query_mask = inputs["query_mask"][:, tf.newaxis]                       # [B, 1, Q]
     features = self.kernel_pooling(query, query_mask, inputs["document_embeddings"],
                                    inputs["document_mask"])                 # [B, C, K]
-    scores = tf.tanh(tf.squeeze(self.score(features), -1))                  # [B, C]
+    scores = tf.tanh(tf.cast(tf.squeeze(self.score(features), -1), tf.float32))  # [B, C]
     return {"scores": scores, "features": features}
 
   def get_config(self):
