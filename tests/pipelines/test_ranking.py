@@ -55,6 +55,13 @@ def test_every_query_is_tested_once_and_scored_by_ir_measures(spiece_model, tmp_
   assert {q: sorted(d for d, _ in r) for q, r in bm25.items()} == {
       q: sorted(d for d, _ in r) for q, r in static.items()}
   assert results["rankers"]["knrm_static"]["embedded_documents"] > 0
+  # The floor: the candidates shuffled (seeded, so the same twice).
+  for key in MEASURES:
+    row = results["random_order"][key]
+    assert 0.0 <= row["min"] <= row["mean"] <= row["max"] <= 1.0
+  again = ranking.random_order(trec_files.read_qrels(files["qrels"]), bm25)
+  for key in MEASURES:
+    assert again[key] == pytest.approx(results["random_order"][key], abs=1e-9)
   assert json.load(open(os.path.join(work, "results.json")))["queries"] == 8
 
   # A rerun reuses the finished folds.

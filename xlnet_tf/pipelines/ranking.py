@@ -15,6 +15,7 @@ query's candidates is measured here. Finished runs are reused.
 import dataclasses
 import json
 import os
+import random
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from official.core import task_factory
@@ -88,6 +89,28 @@ def _reused_run(model_dir: str, run_file: str, settings: Dict[str, Any]) -> bool
   return True
 
 
+RANDOM_DRAWS = 20       # shuffles of the candidates: what a ranker that knows nothing gets
+
+
+def random_order(qrels: Dict[str, Dict[str, int]],
+                 candidates: Dict[str, List[Tuple[str, float]]]) -> Dict[str, Dict[str, float]]:
+  """{measure: {"mean", "min", "max"}} of each query's candidates shuffled (seeds 0 to
+  RANDOM_DRAWS - 1): the floor a reranker of these candidates must clear."""
+  values = {key: [] for key in ranking.MEASURES}
+  for seed in range(RANDOM_DRAWS):
+    rng = random.Random(seed)
+    run = {}
+    for qid, ranked in sorted(candidates.items()):
+      docids = [docid for docid, _ in ranked]
+      rng.shuffle(docids)
+      run[qid] = [(docid, float(len(docids) - i)) for i, docid in enumerate(docids)]
+    measured = ranking_metrics.evaluate_run(qrels, run, cutoff=ranking.CUTOFF)
+    for key in ranking.MEASURES:
+      values[key].append(measured[key])
+  return {key: {"mean": sum(v) / len(v), "min": min(v), "max": max(v)}
+          for key, v in values.items()}
+
+
 def run_ranker(work_dir: str, settings: RankingSettings, init_checkpoint: str,
                ranker: str, report: Callable[[str], None] = print
                ) -> Tuple[Dict[str, List[Tuple[str, float]]], Dict[str, float]]:
@@ -156,6 +179,9 @@ def benchmark(work_dir: str, init_checkpoint: str, settings: RankingSettings, co
         "num_queries": measured["num_queries"], **timings}
     report(f"{ranker}: " + ", ".join(f"{key} {measured[key]:.4f}"
                                       for key in ranking.MEASURES))
+  if "bm25" in results["rankers"]:
+    results["random_order"] = random_order(
+        qrels, trec_files.read_run(os.path.join(work_dir, "bm25.trec")))
   _write_text(os.path.join(work_dir, "results.json"), json.dumps(results, indent=1))
   lines = [f"Command: `{command}`", "",
            f"{results['queries']} queries, {results['documents']} documents, "
@@ -171,6 +197,12 @@ def benchmark(work_dir: str, init_checkpoint: str, settings: RankingSettings, co
                  f"{row['map']:.4f} | {row['p@20']:.4f} | "
                  f"{'-' if embed is None else f'{embed:.1f}'} | "
                  f"{'-' if rerank is None else f'{1000 * rerank:.1f}'} |")
+  if "random_order" in results:
+    row = results["random_order"]
+    lines.append("| the candidates in a random order (" + str(RANDOM_DRAWS) + " draws: mean "
+                 "[min, max]) | " + " | ".join(
+                     f"{row[key]['mean']:.4f} [{row[key]['min']:.4f}, {row[key]['max']:.4f}]"
+                     for key in ranking.MEASURES) + " | - | - |")
   _write_text(os.path.join(work_dir, "results.md"), "\n".join(lines) + "\n")
   report("\n".join(lines))
   return results
