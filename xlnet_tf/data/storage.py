@@ -6,6 +6,7 @@ instead of the several seconds TensorFlow's import takes (in each worker process
 """
 
 import glob as _glob
+import hashlib
 import os
 import sys
 from typing import IO, List
@@ -49,6 +50,15 @@ def open_file(path: str, mode: str = "r") -> IO:
   if is_url(path):
     return _gfile().GFile(path, mode)
   return open(path, mode, encoding=None if "b" in mode else "utf-8")
+
+
+def sha256(path: str) -> str:
+  """Hex SHA-256 of the file's bytes (read in blocks)."""
+  digest = hashlib.sha256()
+  with open_file(path, "rb") as f:
+    for block in iter(lambda: f.read(1 << 22), b""):
+      digest.update(block)
+  return digest.hexdigest()
 
 
 def makedirs(path: str) -> None:

@@ -16,7 +16,6 @@ learns pieces joining digits and ",", so for models trained here it changes noth
    '▁sailed', '.']   # a 4000-piece model trained on Moby-Dick (the tests' model)
 """
 
-import hashlib
 import os
 import string
 import unicodedata
@@ -25,6 +24,8 @@ from typing import FrozenSet, List, Sequence
 
 import numpy as np
 import sentencepiece as spm
+
+from xlnet_tf.data import storage
 
 UNK_ID = 0
 BOS_ID = 1  # <s>
@@ -211,8 +212,4 @@ def start_piece_table(sp: spm.SentencePieceProcessor) -> np.ndarray:
 
 def spiece_sha256(path: str) -> str:
   """Hex SHA-256 of the model file (to record which vocabulary produced a dataset)."""
-  digest = hashlib.sha256()
-  with open(path, "rb") as f:
-    for block in iter(lambda: f.read(1 << 20), b""):
-      digest.update(block)
-  return digest.hexdigest()
+  return storage.sha256(path)

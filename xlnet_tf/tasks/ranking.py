@@ -25,6 +25,7 @@ fold i mod folds): the training split reads every fold but `fold`, the evaluatio
 """
 
 import dataclasses
+import functools
 import hashlib
 import logging
 import os
@@ -44,6 +45,7 @@ from xlnet_tf.data import bm25_candidates
 from xlnet_tf.data import embedding_store
 from xlnet_tf.data import feature_cache
 from xlnet_tf.data import sample_data
+from xlnet_tf.data import storage
 from xlnet_tf.data import tokenization
 from xlnet_tf.data import trec_files
 from xlnet_tf.evaluation import ranking_metrics
@@ -165,14 +167,6 @@ def _resolve(value: str, bundled: str) -> str:
   return sample_data.resolve(value or bundled)
 
 
-def _file_sha256(path: str) -> str:
-  digest = hashlib.sha256()
-  with tf.io.gfile.GFile(path, "rb") as f:
-    for block in iter(lambda: f.read(1 << 22), b""):
-      digest.update(block)
-  return digest.hexdigest()
-
-
 @task_factory.register_task_cls(RankingConfig)
 class RankingTask(base.XLNetTask):
   """K-NRM reranking: inputs (cached embeddings), loss, evaluation, run files, export."""
@@ -190,16 +184,15 @@ class RankingTask(base.XLNetTask):
     self._collection: Optional[Dict[str, str]] = None
     self._splits: Dict[Tuple, SplitData] = {}
     self._stores: Dict[str, embedding_store.EmbeddingStore] = {}
-    self._fingerprint: Optional[str] = None
     self.last_run: Optional[Dict[str, List[Tuple[str, float]]]] = None
     self.timings: Dict[str, float] = {}
 
   # ---- what the task is ------------------------------------------------------------------
 
-  @property
+  @functools.cached_property
   def spec(self) -> RankerSpec:
     """The ranker's spec: the task's settings, and the pretrained model's text
-    normalisation (its text.json), which the ranker reads text with."""
+    normalisation (its text.json, read once), which the ranker reads text with."""
     params = self.task_config
     text = model_directory.read_text_settings(self.init_dir(), spec_files=())
     return RankerSpec(
@@ -216,7 +209,7 @@ class RankingTask(base.XLNetTask):
     run, and an evaluation of its checkpoints, must read the embeddings of the encoder
     they hold, and evaluate the fold they did not train on."""
     params = self.task_config
-    return {**self.spec_values(), "embedding_model": self.model_fingerprint(),
+    return {**self.spec_values(), "embedding_model": self.model_fingerprint,
             "folds": params.folds, "fold": params.fold if params.folds else None}
 
   def check(self, training: bool = True, evaluating: bool = False) -> None:
@@ -301,7 +294,7 @@ class RankingTask(base.XLNetTask):
                          f"{len(unknown)} documents that are not in the collection "
                          f"(task.documents), e.g. {unknown[:5]}")
       candidates = {qid: run.get(qid, [])[:params.num_candidates] for qid in all_queries}
-      candidate_source = {"run": run_path, "sha256": _file_sha256(run_path)}
+      candidate_source = {"run": run_path, "sha256": storage.sha256(run_path)}
     else:
       candidates = bm25_candidates.bm25_candidates(
           all_queries, documents, k=params.num_candidates,
@@ -322,7 +315,7 @@ class RankingTask(base.XLNetTask):
       logging.warning("%s: %d judged documents of the %s queries are not in the "
                       "collection, e.g. %s; they count as relevant documents not found",
                       qrels_path, len(missing), base.data_name(data), missing[:5])
-    sources = {"queries": _file_sha256(queries_path), "qrels": _file_sha256(qrels_path),
+    sources = {"queries": storage.sha256(queries_path), "qrels": storage.sha256(qrels_path),
                "candidates": candidate_source, "folds": params.folds,
                "fold": params.fold if params.folds else None,
                "judged_not_in_collection": len(missing)}
@@ -332,23 +325,25 @@ class RankingTask(base.XLNetTask):
 
   # ---- the embeddings --------------------------------------------------------------------
 
+  @functools.cached_property
   def model_fingerprint(self) -> str:
-    """A sha256 of the pretrained model's files (config, weights, SentencePiece model)."""
-    if self._fingerprint is None:
-      directory = self.init_dir()
-      digest = hashlib.sha256()
-      names = sorted(tf.io.gfile.listdir(directory))
-      for name in names:
-        if (name.startswith(model_directory.CHECKPOINT_PREFIX) or
-            name in (model_directory.CONFIG_FILE, model_directory.SPIECE_FILE)):
-          digest.update(name.encode() + b"\0" + _file_sha256(
-              os.path.join(directory, name)).encode() + b"\n")
-      self._fingerprint = digest.hexdigest()
-    return self._fingerprint
+    """A sha256 of the pretrained model's files (config, weights, SentencePiece model),
+    computed once."""
+    directory = self.init_dir()
+    digest = hashlib.sha256()
+    for name in sorted(tf.io.gfile.listdir(directory)):
+      if (name.startswith(model_directory.CHECKPOINT_PREFIX) or
+          name in (model_directory.CONFIG_FILE, model_directory.SPIECE_FILE)):
+        digest.update(name.encode() + b"\0" + storage.sha256(
+            os.path.join(directory, name)).encode() + b"\n")
+    return digest.hexdigest()
 
-  def _embedding_settings(self) -> Dict[str, Any]:
+  @functools.cached_property
+  def embedding_settings(self) -> Dict[str, Any]:
+    """Everything but the texts that makes the embeddings what they are (computed once:
+    it hashes the model's files and the SentencePiece model)."""
     spec = self.spec
-    return {"format": EMBEDDINGS_FORMAT, "model": self.model_fingerprint(),
+    return {"format": EMBEDDINGS_FORMAT, "model": self.model_fingerprint,
             "spiece_model": tokenization.spiece_sha256(self.spiece_model()),
             "embedding_layer": spec.embedding_layer,
             "max_seq_length": spec.max_seq_length, "mem_len": spec.mem_len,
@@ -372,7 +367,7 @@ class RankingTask(base.XLNetTask):
       ids = sorted({docid for ranking in split.candidates.values() for docid, _ in ranking})
       texts, max_pieces = {docid: documents[docid] for docid in ids}, (
           self.spec.max_document_pieces)
-    key = embedding_store.settings_key({**self._embedding_settings(), "what": what,
+    key = embedding_store.settings_key({**self.embedding_settings, "what": what,
                                         "max_pieces": max_pieces,
                                         "texts": feature_cache.rows_sha256(
                                             sorted(texts.items()))})
