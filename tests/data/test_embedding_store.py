@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from xlnet_tf.data import embedding_store
+from xlnet_tf.data import feature_cache
 
 
 def _arrays():
@@ -16,7 +17,7 @@ def _arrays():
 
 def test_round_trip_and_padding(tmp_path):
   arrays = _arrays()
-  key = embedding_store.settings_key({"model": "m", "texts": "t"})
+  key = feature_cache.settings_key({"model": "m", "texts": "t"})
   path = embedding_store.store_path(str(tmp_path), "documents", key)
   assert path.endswith("documents-" + key[:16])
   embedding_store.write(path, key, list(arrays), list(arrays.values()), dim=4)
@@ -32,11 +33,11 @@ def test_round_trip_and_padding(tmp_path):
   assert mask[1, 0].tolist() == [0, 0, 0, 0] and not vectors[1, 0].any()
 
 
-def test_a_key_is_the_settings_as_canonical_json():
-  assert (embedding_store.settings_key({"layer": -1, "texts": "t"}) ==
-          embedding_store.settings_key({"texts": "t", "layer": -1}))
-  assert (embedding_store.settings_key({"layer": -1, "texts": "t"}) !=
-          embedding_store.settings_key({"layer": 0, "texts": "t"}))
+def test_a_store_key_is_the_settings_as_canonical_json():
+  assert (feature_cache.settings_key({"layer": -1, "texts": "t"}) ==
+          feature_cache.settings_key({"texts": "t", "layer": -1}))
+  assert (feature_cache.settings_key({"layer": -1, "texts": "t"}) !=
+          feature_cache.settings_key({"layer": 0, "texts": "t"}))
 
 
 def test_a_failed_write_leaves_nothing(tmp_path):

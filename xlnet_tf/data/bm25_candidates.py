@@ -24,7 +24,6 @@ parameters and bm25s' version. A cache is read when its sidecar holds the same k
 files are written under temporary names and renamed, the run first.
 """
 
-import hashlib
 import json
 import os
 import time
@@ -59,8 +58,7 @@ def cache_settings(queries: Dict[str, str], documents: Dict[str, str],
       "bm25": BM25_PARAMETERS,
       "bm25s_version": bm25s.__version__,
   }
-  settings["key"] = hashlib.sha256(
-      json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()
+  settings["key"] = feature_cache.settings_key(settings)
   return settings
 
 

@@ -21,7 +21,6 @@ at most about 1e-3, typically far less (the errors of the components mostly canc
   >>> store.get("md-001-01")                      # float16 [n, D]
 """
 
-import hashlib
 import json
 import os
 import shutil
@@ -34,11 +33,6 @@ import numpy as np
 VECTORS_FILE = "vectors.bin"
 INDEX_FILE = "index.json"
 DTYPE = np.float16
-
-
-def settings_key(settings: Any) -> str:
-  """The sha256 of `settings` as canonical JSON (sorted keys)."""
-  return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def store_path(cache_dir: str, name: str, key: str) -> str:

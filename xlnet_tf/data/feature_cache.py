@@ -73,9 +73,13 @@ def cache_settings(*, record_format: str, sp_model_path: str, max_seq_length: in
       "input_files": file_stamps(input_files),
       **task_settings,
   }
-  settings["key"] = hashlib.sha256(
-      json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()
+  settings["key"] = settings_key(settings)
   return settings
+
+
+def settings_key(settings: Any) -> str:
+  """The SHA-256 of `settings` as canonical JSON (sorted keys): a cache's key."""
+  return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 # ---- the files -------------------------------------------------------------------------------

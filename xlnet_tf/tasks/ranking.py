@@ -367,7 +367,7 @@ class RankingTask(base.XLNetTask):
       ids = sorted({docid for ranking in split.candidates.values() for docid, _ in ranking})
       texts, max_pieces = {docid: documents[docid] for docid in ids}, (
           self.spec.max_document_pieces)
-    key = embedding_store.settings_key({**self.embedding_settings, "what": what,
+    key = feature_cache.settings_key({**self.embedding_settings, "what": what,
                                         "max_pieces": max_pieces,
                                         "texts": feature_cache.rows_sha256(
                                             sorted(texts.items()))})
