@@ -1,7 +1,16 @@
-r"""Where a pretraining step's time goes: tf.profiler's per-op statistics of our step.
+r"""Where a pretraining step's time goes: tf.profiler's per-op statistics of our step; or,
+with --program, what the compiled step is: its size, XLA's cost analysis (FLOPs, bytes
+accessed) and its largest intermediate tensors, without running it.
 
   python -m experiments.profile_step --configs=base --modes=fp32 --profile_steps=3
   python -m experiments.profile_step --configs=small --modes=xla      # the XLA program
+  python -m experiments.profile_step --program --configs=base --modes=xla --batch_size=16
+
+--program (compiled modes only) lowers the step to the HLO TensorFlow gives XLA and prints
+the program's size (bytes, instructions, constants over 64 KB); XLA's cost analysis of it
+compiled for this CPU by JAX's XLA client (jaxlib, in requirements-test.txt: TensorFlow has
+no Python API for it); the largest buffers the optimized program writes, by TensorFlow op
+(layers merged); and the bytes each op's stored buffers read and write.
 
 For a compiled mode (xla, bf16_xla) the step is one TensorFlow op, so the table is made
 from the XLA program itself: XLA:CPU traces every thunk (a dot, a fusion, a reduction) it
@@ -33,11 +42,19 @@ from xlnet_tf.benchmarks import profile_step  # noqa: E402
 _LOGDIR = flags.DEFINE_string("logdir", "runs/profile", "Where the trace goes.")
 _PROFILE_STEPS = flags.DEFINE_integer("profile_steps", 3, "Steps traced (after warm-up).")
 _TOP = flags.DEFINE_integer("top", 15, "Rows printed per table.")
+_PROGRAM = flags.DEFINE_bool("program", False, "Report the compiled program (size, XLA's "
+                             "cost analysis, largest intermediates) instead of timing it.")
+_BATCH = flags.DEFINE_integer("batch_size", 0, "With --program: the batch (0: the "
+                              "config's benchmark batch).")
 
 
 def main(argv):
   del argv
   values = flags.FLAGS
+  if _PROGRAM.value:
+    profile_step.program_report(values.configs[0], values.modes[0], values.seq_len,
+                                values.num_predict, values.n_token, _BATCH.value, _TOP.value)
+    return
   profile_step.profile(values.configs[0], values.modes[0], values.seq_len, values.num_predict,
                        values.n_token, _LOGDIR.value, _PROFILE_STEPS.value, _TOP.value)
 

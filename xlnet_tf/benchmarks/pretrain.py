@@ -29,6 +29,7 @@ from xlnet_tf.training import optimization
 CONFIGS = {   # name: (n_layer, d_model, n_head, d_inner, batch)
     "small": (4, 256, 4, 1024, 4),
     "base": (12, 768, 12, 3072, 2),
+    "large": (24, 1024, 16, 4096, 1),
 }
 MODES = ("fp32", "xla", "bf16", "bf16_xla")
 # The command that measures one (model, mode) in a process of its own (--peak_memory).
@@ -102,15 +103,25 @@ def make_train_step(model_fn, variables, embedding_fn, lm_bias, optimizer, jit):
   return tf.function(step, jit_compile=jit)
 
 
-def ours(config, feed, jit):
+def compiled_train_step(config, feed, jit):
+  """Our training step (tf.function over a feed like `feed`) with its model and the
+  optimizer's slots built: ready to run or to be lowered (`experimental_get_compiler_ir`)
+  without running."""
   model = build_pretrainer(config)
   encoder = model.encoder
-  inputs = {k: feed[k] for k in ("input_ids", "segment_ids", "input_mask", "perm_mask",
-                                 "target_mapping")}
+  keys = ("input_ids", "segment_ids", "input_mask", "perm_mask", "target_mapping")
   optimizer = optimization.build_optimizer(1e-4, 1000, 10)
-  step = make_train_step(lambda f: encoder({k: f[k] for k in inputs})["query"],
+  step = make_train_step(lambda f: encoder({k: f[k] for k in keys})["query"],
                          model.trainable_variables, lambda: encoder.word_embedding,
                          model.lm_head.bias, optimizer, jit)
+  # The slots now, as the first step would: lowering a step must not create variables.
+  getattr(optimizer, "inner_optimizer", optimizer)._create_all_weights(  # pylint: disable=protected-access
+      model.trainable_variables)
+  return step
+
+
+def ours(config, feed, jit):
+  step = compiled_train_step(config, feed, jit)
   return lambda: step(feed).numpy()
 
 
@@ -140,9 +151,11 @@ def model_garden(config, feed, jit):
   return lambda: step(feed).numpy()
 
 
-def config_and_feed(name, seq_len, num_predict, n_token):
-  """(config, the feed as tensors, batch, the feed as arrays) of CONFIGS[name]."""
-  n_layer, d_model, n_head, d_inner, batch = CONFIGS[name]
+def config_and_feed(name, seq_len, num_predict, n_token, batch=None):
+  """(config, the feed as tensors, batch, the feed as arrays) of CONFIGS[name] (at its
+  batch size unless `batch` is given)."""
+  n_layer, d_model, n_head, d_inner, default_batch = CONFIGS[name]
+  batch = batch or default_batch
   config = XLNetConfig(n_layer=n_layer, d_model=d_model, n_head=n_head,
                        d_head=d_model // n_head, d_inner=d_inner, n_token=n_token,
                        dropout=0.0, dropatt=0.0)

@@ -21,7 +21,10 @@ import json
 import os
 import re
 
+import numpy as np
 import tensorflow as tf
+import tf_keras
+from tensorflow.compiler.xla.service import hlo_pb2
 from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
 
 from xlnet_tf.benchmarks import pretrain as benchmark_pretrain
@@ -178,3 +181,213 @@ def profile(name: str, mode: str, seq_len: int, num_predict: int, n_token: int,
     print(f"{r['operation'][-70:]:<72}{r['type'][:19]:<20}{int(r['occurrences']):>6}"
           f"{100 * r['total_self_time'] / total:>7.1f}%")
   print(f"\ntrace: {path} (tensorboard --logdir {logdir}, Profile tab)")
+
+
+# ---- the compiled program: size, XLA's cost analysis, largest intermediates -------------
+
+_BYTES_PER_ELEMENT = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
+                      "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8}
+_ARRAY_SHAPE = re.compile(r"\b(pred|[suf]\d+|bf16)\[([\d,]*)\]")
+# Instructions that move no data of their own (views, bookkeeping).
+_NOT_MATERIALISED = ("parameter", "constant", "tuple", "get-tuple-element", "bitcast",
+                     "while", "conditional", "after-all", "opt-barrier")
+_OP_NAME = re.compile(r'metadata=\{[^}]*?op_name="([^"]+)"')
+
+
+def shape_bytes(shape: str) -> int:
+  """Bytes of an HLO shape string ("f32[2,512]{1,0}" or a tuple of such)."""
+  total = 0
+  for dtype, dims in _ARRAY_SHAPE.findall(shape):
+    total += _BYTES_PER_ELEMENT[dtype] * int(np.prod([int(d) for d in dims.split(",") if d]))
+  return total
+
+
+def program_size(step, feed) -> dict:
+  """The size of the compiled step as TensorFlow hands it to XLA (the unoptimized
+  HloModuleProto of `experimental_get_compiler_ir(stage="hlo_serialized")`).
+
+  program_bytes: as serialized. Most instructions' metadata names the Python file that
+  made the op by its full path (TensorFlow's ops.py under this install's site-packages),
+  so the size depends on where TensorFlow is installed: portable_program_bytes is the
+  same program with each path cut to its part below site-packages. Also the instruction
+  count and the constants: how many, how many over 64 KB, the largest (bytes of its
+  literal).
+  """
+  proto = step.experimental_get_compiler_ir(feed)(stage="hlo_serialized")
+  module = hlo_pb2.HloModuleProto()
+  module.ParseFromString(proto)
+  constants = []
+  for computation in module.computations:
+    for instruction in computation.instructions:
+      if instruction.opcode == "constant":
+        constants.append(instruction.literal.ByteSize())
+      path = instruction.metadata.source_file
+      if "site-packages/" in path:
+        instruction.metadata.source_file = path.rsplit("site-packages/", 1)[1]
+  return {"program_bytes": len(proto),
+          "portable_program_bytes": module.ByteSize(),
+          "instructions": sum(len(c.instructions) for c in module.computations),
+          "constants": len(constants),
+          "constants_over_64k": sum(size > 64 * 1024 for size in constants),
+          "largest_constant_bytes": max(constants, default=0)}
+
+
+def _computations(hlo_text: str):
+  """{computation name: its instruction lines} of an HLO module's text, and the entry's
+  name."""
+  computations, entry, current = {}, None, None
+  for line in hlo_text.splitlines():
+    header = re.match(r"^(ENTRY )?%?([\w.\-]+) .*\{\s*$", line)
+    if header:
+      current = header.group(2)
+      computations[current] = []
+      entry = current if header.group(1) else entry
+    elif current is not None and _HLO_LINE.match(line):
+      computations[current].append(line)
+  return computations, entry
+
+
+def _label(line: str, opcode: str) -> str:
+  meta = _OP_NAME.search(line)
+  if not meta:
+    return f"(XLA) {opcode}"
+  return re.sub(r"_\d+(?=/|$)", "", re.sub(r"layer_\d+", "layer_*", meta.group(1)))
+
+
+def _materialised(hlo_text: str):
+  """(name, shape, label, operand names) of the instructions of an optimized HLO module
+  that write a buffer: those of the entry computation and of the loops' computations
+  (XLA:CPU wraps each fusion in a `call` of a "parallel_..." computation; the call is the
+  buffer, labelled by the TensorFlow op of the computation's root). The insides of fusions
+  and reducers are never stored."""
+  computations, entry = _computations(hlo_text)
+  stored, queue = set(), [entry]
+  while queue:                      # the entry and what it runs as loops or branches
+    name = queue.pop()
+    if name in stored or name not in computations:
+      continue
+    stored.add(name)
+    for line in computations[name]:
+      queue += re.findall(r"(?:body|condition|branch_computations=\{[^}]*)=%?([\w.\-]+)",
+                          line)
+  root_label = {}
+  for name, lines in computations.items():
+    root = next((line for line in lines if line.lstrip().startswith("ROOT")), None)
+    if root:
+      root_label[name] = _label(root, _HLO_LINE.match(root).group(3))
+  instructions = []
+  for computation in stored:
+    for line in computations[computation]:
+      name, shape, opcode, rest = _HLO_LINE.match(line).groups()
+      if opcode in _NOT_MATERIALISED:
+        continue
+      label = _label(line, opcode)
+      callee = re.search(r"to_apply=%?([\w.\-]+)", rest)
+      if opcode == "call" and callee and label.startswith("(XLA)"):
+        label = root_label.get(callee.group(1), label)
+      operands = re.findall(r"%([\w.\-]+)", rest.split("), ")[0])
+      instructions.append((name, shape, label, operands))
+  return instructions
+
+
+def compiled_cost(step, feed) -> dict:
+  """XLA's cost analysis of the compiled step, and its optimized HLO text.
+
+  TensorFlow has no Python API for XLA's HloCostAnalysis, so the step's program (the
+  `hlo_serialized` stage) is compiled for this CPU by JAX's XLA client (jaxlib; the
+  requirements-test.txt pin), whose `cost_analysis()` is XLA's: "flops" (multiply-adds
+  count 2), "transcendentals", and "bytes accessed", the bytes every instruction of the
+  optimized program reads and writes (a fusion counts its inputs and its output once).
+  Fusion is the CPU backend's; a GPU's fuses more, so on a GPU the bytes are fewer.
+  """
+  try:
+    import jax  # pylint: disable=g-import-not-at-top
+    from jax._src.lib import _jax  # pylint: disable=g-import-not-at-top
+    from jax._src.lib import xla_client  # pylint: disable=g-import-not-at-top
+  except ImportError as e:
+    raise ImportError("the cost analysis needs jax and jaxlib (pip install -r "
+                      "requirements-test.txt)") from e
+  proto = step.experimental_get_compiler_ir(feed)(stage="hlo_serialized")
+  device = jax.devices("cpu")[0]
+  executable = device.client.compile_and_load(_jax.mlir.hlo_to_stablehlo(proto), [device],
+                                              xla_client.CompileOptions())
+  analysis = executable.cost_analysis()
+  analysis = analysis[0] if isinstance(analysis, list) else analysis
+  memory = executable.get_compiled_memory_stats()
+  return {"flops": analysis["flops"], "bytes_accessed": analysis["bytes accessed"],
+          "transcendentals": analysis.get("transcendentals", 0.0),
+          "temp_bytes": memory.temp_size_in_bytes,
+          "argument_bytes": memory.argument_size_in_bytes,
+          "hlo_text": executable.hlo_modules()[0].to_string()}
+
+
+def largest_intermediates(hlo_text: str, top: int):
+  """The `top` largest buffers the optimized program writes: [bytes, shape, TF op, count],
+  layers merged ("layer_*"): count buffers of that shape written by that op."""
+  by_label = {}
+  for _, shape, label, _ in _materialised(hlo_text):
+    key = (label, shape)
+    if key not in by_label:
+      by_label[key] = [shape_bytes(shape), shape, label, 0]
+    by_label[key][3] += 1
+  return sorted(by_label.values(), key=lambda row: -row[0])[:top]
+
+
+def traffic_by_op(hlo_text: str, top: int):
+  """Bytes read and written per TF op (layers merged), estimated from the materialised
+  instructions' operand and output sizes: where XLA's "bytes accessed" come from."""
+  instructions = _materialised(hlo_text)
+  sizes = {m.group(1): shape_bytes(m.group(2)) for m in _HLO_LINE.finditer(hlo_text)}
+  traffic = collections.Counter()
+  for name, _, label, operands in instructions:
+    traffic[label] += sizes[name] + sum(sizes.get(o, 0) for o in operands)
+  return traffic.most_common(top), sum(traffic.values())
+
+
+def print_program(name: str, mode: str, batch: int, step, feed, flops_estimate: float,
+                  top: int) -> dict:
+  """Prints the compiled step's program size, XLA's cost analysis and its largest
+  intermediates and traffic; returns the figures."""
+  size = program_size(step, feed)
+  cost = compiled_cost(step, feed)
+  print(f"{name}, {mode}, batch {batch}: program {size['program_bytes'] / 1e6:.2f} MB "
+        f"({size['portable_program_bytes'] / 1e6:.2f} MB with paths below site-packages), "
+        f"{size['instructions']} instructions, {size['constants_over_64k']} constants over "
+        f"64 KB (largest {size['largest_constant_bytes']:,} B)")
+  print(f"XLA cost analysis (XLA:CPU, jaxlib): {cost['flops'] / 1e9:,.1f} GFLOP, "
+        f"{cost['bytes_accessed'] / 1e9:,.2f} GB accessed, "
+        f"{cost['flops'] / cost['bytes_accessed']:.1f} FLOP/byte, "
+        f"{cost['transcendentals'] / 1e6:,.1f} M transcendentals; temporaries "
+        f"{cost['temp_bytes'] / 2**30:.2f} GiB; matmul FLOPs by formula "
+        f"{flops_estimate / 1e9:,.1f} G")
+  print(f"\n{'largest intermediates: TF op':<70}{'shape':<32}{'MB':>8}{'count':>6}")
+  for size_bytes, shape, label, count in largest_intermediates(cost["hlo_text"], top):
+    print(f"{label[-68:]:<70}{shape.split('{')[0][:30]:<32}{size_bytes / 1e6:>8.1f}"
+          f"{count:>6}")
+  rows, total = traffic_by_op(cost["hlo_text"], top)
+  print(f"\n{'traffic (operands + output of stored buffers)':<70}{'GB':>8}{'share':>8}")
+  for label, nbytes in rows:
+    print(f"{label[-68:]:<70}{nbytes / 1e9:>8.2f}{100 * nbytes / total:>7.1f}%")
+  return {**size, **{k: v for k, v in cost.items() if k != "hlo_text"}}
+
+
+def program_report(name: str, mode: str, seq_len: int, num_predict: int, n_token: int,
+                   batch: int, top: int) -> dict:
+  """Builds config `name`'s compiled training step in `mode` (xla or bf16_xla) without
+  running it and prints `print_program`'s report."""
+  if not mode.endswith("xla"):
+    raise ValueError(f"--modes: the program report is of a compiled step (xla or "
+                     f"bf16_xla), got {mode!r}")
+  config, feed, batch, _ = benchmark_pretrain.config_and_feed(name, seq_len, num_predict,
+                                                              n_token, batch)
+  bf16 = mode.startswith("bf16")
+  tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if bf16 else "float32")
+  try:
+    step = benchmark_pretrain.compiled_train_step(config, feed, jit=True)
+    print(f"{name} ({config.n_layer} x {config.d_model}), seq {seq_len}, {num_predict} "
+          f"targets; TensorFlow {tf.__version__}")
+    return print_program(name, mode, batch, step, feed,
+                         benchmark_pretrain.step_flops(config, batch, seq_len, num_predict),
+                         top)
+  finally:
+    tf_keras.mixed_precision.set_global_policy("float32")

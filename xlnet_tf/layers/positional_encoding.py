@@ -2,6 +2,23 @@
 
 import tensorflow as tf
 import tf_keras
+from tensorflow.compiler.tf2xla.python import xla
+from tensorflow.python.ops import control_flow_util
+
+
+def computed_in_program(values: tf.Tensor) -> tf.Tensor:
+  """`values`, kept a value the compiled program computes.
+
+  The encodings depend only on the (static) lengths, so when a step is compiled (XLA:
+  `jit_compile`, TPUs) TensorFlow folds them into literals, one [R, D] copy per use (for
+  each layer's projection and its gradient): 75 of the 80 MB of the base step's program.
+  An XLA optimization barrier on the [R] distances stops that folding: the program holds
+  R numbers and computes the sinusoids once. Outside an XLA context (graphs, eager,
+  SavedModels) `values` is returned as it is: the op needs XLA.
+  """
+  if not control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
+    return values
+  return xla.optimization_barrier(values)[0]
 
 
 def relative_positions(qlen, klen, attn_type: str, backward: bool = False,
@@ -18,7 +35,7 @@ def relative_positions(qlen, klen, attn_type: str, backward: bool = False,
     positions = -positions
   if clamp_len > 0:
     positions = tf.clip_by_value(positions, -float(clamp_len), float(clamp_len))
-  return positions
+  return computed_in_program(positions)
 
 
 def sinusoid(positions: tf.Tensor, d_model: int) -> tf.Tensor:

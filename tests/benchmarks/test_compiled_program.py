@@ -1,0 +1,83 @@
+"""The compiled (XLA) training step as a program: its size, and the figures
+`experiments.profile_step --program` reports (XLA's cost analysis, largest buffers)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+from absl import flags
+
+from experiments import benchmark_pretrain  # noqa: F401  (defines the flags the step reads)
+from xlnet_tf.benchmarks import pretrain as benchmark_pretrain_lib
+from xlnet_tf.benchmarks import profile_step
+from xlnet_tf.layers.positional_encoding import RelativePositionalEncoding
+
+
+@pytest.fixture(autouse=True)
+def parsed_flags():
+  if not flags.FLAGS.is_parsed():
+    flags.FLAGS(["test"])
+
+
+def test_base_step_is_a_small_program_without_large_literals():
+  """The base step (12 x 768, seq 512) used to carry its relative encoding as 24 literal
+  copies of [1, 1024, 768] (80 MB); computed in the program it is a few MB."""
+  config, feed, _, _ = benchmark_pretrain_lib.config_and_feed("base", 512, 85, 32000, 2)
+  step = benchmark_pretrain_lib.compiled_train_step(config, feed, jit=True)
+  size = profile_step.program_size(step, feed)
+  assert size["constants_over_64k"] == 0, size
+  assert size["largest_constant_bytes"] <= 64 * 1024, size
+  assert size["portable_program_bytes"] < 5_000_000, size
+
+
+def test_encodings_in_a_compiled_program_equal_the_graphs():
+  """Kept from folding, the encodings are computed by XLA: equal to TensorFlow's within
+  float32 rounding, clamped and bi_data ones included. (The angles reach 1280 radians,
+  where float32 numbers are 1.2e-4 apart: XLA's and Eigen's sines agree within 1e-5.)"""
+  layer = RelativePositionalEncoding(d_model=64, attn_type="bi", bi_data=True, clamp_len=300)
+  graph = tf.function(lambda: layer(qlen=512, klen=768))()
+  compiled = tf.function(lambda: layer(qlen=512, klen=768), jit_compile=True)()
+  assert compiled.shape == graph.shape == (2, 1280, 64)
+  np.testing.assert_allclose(compiled.numpy(), graph.numpy(), rtol=0, atol=1e-5)
+
+
+def test_compiled_step_loss_equals_the_graph_step_and_traces_once():
+  config, feed, _, _ = benchmark_pretrain_lib.config_and_feed("small", 128, 20, 1000)
+  steps = {}
+  for jit in (False, True):
+    tf_keras.utils.set_random_seed(0)                # the same initial weights
+    steps[jit] = benchmark_pretrain_lib.compiled_train_step(config, feed, jit=jit)
+  losses = [(steps[False](feed).numpy(), steps[True](feed).numpy()) for _ in range(3)]
+  for graph_loss, compiled_loss in losses:
+    np.testing.assert_allclose(compiled_loss, graph_loss, rtol=2e-5)
+  assert abs(losses[2][0] - losses[0][0]) > 1e-3       # it trained (warmup: lr 0 at step 0)
+  assert steps[True].experimental_get_tracing_count() == 1
+
+
+def test_cost_analysis_of_a_matmul_is_xlas_count():
+  """XLA's cost analysis, as `compiled_cost` reads it, of one [64, 32] x [32, 16]
+  product: 2 * 64 * 32 * 16 FLOPs, and its operands and result in bytes."""
+  feed = {"a": tf.ones([64, 32]), "b": tf.ones([32, 16])}
+  step = tf.function(lambda f: tf.matmul(f["a"], f["b"], name="product"), jit_compile=True)
+  cost = profile_step.compiled_cost(step, feed)
+  assert cost["flops"] == 2 * 64 * 32 * 16
+  assert cost["bytes_accessed"] == 4 * (64 * 32 + 32 * 16 + 64 * 16)
+
+
+def test_largest_intermediates_and_traffic_name_the_tensorflow_op():
+  x = tf.ones([256, 512])
+  step = tf.function(lambda x: tf.reduce_sum(tf.exp(tf.matmul(x, x, transpose_b=True,
+                                                              name="gram"), name="grow")),
+                     jit_compile=True)
+  cost = profile_step.compiled_cost(step, x)
+  largest = profile_step.largest_intermediates(cost["hlo_text"], 1)[0]
+  size, shape, label, count = largest
+  assert (size, shape.split("{")[0], label, count) == (4 * 256 * 256, "f32[256,256]", "gram", 1)
+  rows, total = profile_step.traffic_by_op(cost["hlo_text"], 10)
+  assert dict(rows)["gram"] == 4 * (256 * 512 * 2 + 256 * 256)
+  assert total == pytest.approx(cost["bytes_accessed"], rel=0.01)
+
+
+def test_shape_bytes():
+  assert profile_step.shape_bytes("f32[2,512]{1,0}") == 4096
+  assert profile_step.shape_bytes("(bf16[3,4]{1,0}, pred[7], s32[])") == 24 + 7 + 4
