@@ -80,9 +80,9 @@ def gather_relative(scores: tf.Tensor, positions: tf.Tensor, qlen, klen) -> tf.T
   past R (future keys of a "uni" query, always masked) are clamped to stay in range.
   """
   shape = shape_list(scores)
-  index = (qlen - positions[:, :, None]) + tf.range(klen)[None, None, :]   # [B, P, K]
+  index = (qlen - tf.expand_dims(positions, -1)) + tf.range(klen)          # [B, P, K]
   index = tf.minimum(index, shape[3] - 1)
-  index = tf.broadcast_to(index[None], [shape[0], shape[1], shape[2], klen])
+  index = tf.broadcast_to(index, [shape[0], shape[1], shape[2], klen])
   return tf.gather(scores, index, batch_dims=3)
 
 
@@ -162,7 +162,8 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
       attended, query_probs = self.attend(
           q_query, key, value, position_key, biases, query_segments, query_mask, training,
           positions=query_positions, qlen=shape_list(content)[1])
-      attended = attended * tf.cast(query_valid, attended.dtype)[None, :, :, None]
+      valid = tf.cast(query_valid, attended.dtype)                             # [B, P]
+      attended *= tf.reshape(valid, [1, *shape_list(valid), 1])               # [1, B, P, 1]
       query_out = self._project_and_normalize(attended, query, training)
     if return_attention:
       batch_major = [None if p is None else tf.transpose(p, [1, 0, 2, 3])
@@ -194,11 +195,11 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
       # two (each as large as the scores), and no select of two broadcasts.
       same, different = tf.unstack(                                            # [N,B,I]
           tf.einsum("nbih,snh->nbis", q + r_s_bias, seg_embed), axis=-1)
-      difference = (different - same)[..., None]                                 # [N,B,I,1]
-      score += tf.cast(segments[None], score.dtype) * difference
+      difference = tf.expand_dims(different - same, -1)                           # [N,B,I,1]
+      score += tf.cast(segments, score.dtype) * difference              # [B,I,K] broadcast
     score *= 1.0 / (self.head_size ** 0.5)
     if mask is not None:
-      score += tf.cast(mask[None], score.dtype) * masks.large_negative(score.dtype)
+      score += tf.cast(mask, score.dtype) * masks.large_negative(score.dtype)
     probs = tf.nn.softmax(score, axis=-1)
     dropped = self.attention_dropout(probs, training=training)
     return batch_matmul(dropped, value), probs                                 # [N,B,I,H]
