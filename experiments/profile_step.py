@@ -36,7 +36,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from experiments import benchmark_pretrain  # noqa: E402,F401  (defines the model flags)
+from experiments import benchmark_pretrain  # noqa: E402  (defines the model flags)
 from xlnet_tf.benchmarks import profile_step  # noqa: E402
 
 _LOGDIR = flags.DEFINE_string("logdir", "runs/profile", "Where the trace goes.")
@@ -51,11 +51,22 @@ _BATCH = flags.DEFINE_integer("batch_size", 0, "With --program: the batch (0: th
 def main(argv):
   del argv
   values = flags.FLAGS
+  name, mode = values.configs[0], values.modes[0]
+  if name not in benchmark_pretrain.CONFIGS:
+    raise app.UsageError(f"--configs: unknown {name!r}; choose from "
+                         f"{sorted(benchmark_pretrain.CONFIGS)}")
+  if mode not in benchmark_pretrain.MODES:
+    raise app.UsageError(f"--modes: unknown {mode!r}; choose from {benchmark_pretrain.MODES}")
+  if _PROGRAM.value and not mode.endswith("xla"):
+    raise app.UsageError(f"--program reports a compiled step: --modes must be xla or "
+                         f"bf16_xla, got {mode!r}")
+  if _BATCH.value < 0:
+    raise app.UsageError(f"--batch_size must be >= 0 (0: the config's), got {_BATCH.value}")
   if _PROGRAM.value:
-    profile_step.program_report(values.configs[0], values.modes[0], values.seq_len,
+    profile_step.program_report(name, mode, values.seq_len,
                                 values.num_predict, values.n_token, _BATCH.value, _TOP.value)
     return
-  profile_step.profile(values.configs[0], values.modes[0], values.seq_len, values.num_predict,
+  profile_step.profile(name, mode, values.seq_len, values.num_predict,
                        values.n_token, _LOGDIR.value, _PROFILE_STEPS.value, _TOP.value)
 
 

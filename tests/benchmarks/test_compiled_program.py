@@ -1,6 +1,11 @@
 """The compiled (XLA) training step as a program: its size, and the figures
 `experiments.profile_step --program` reports (XLA's cost analysis, largest buffers)."""
 
+import os
+import re
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -11,6 +16,8 @@ from experiments import benchmark_pretrain  # noqa: F401  (defines the flags the
 from xlnet_tf.benchmarks import pretrain as benchmark_pretrain_lib
 from xlnet_tf.benchmarks import profile_step
 from xlnet_tf.layers.positional_encoding import RelativePositionalEncoding
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(autouse=True)
@@ -81,3 +88,34 @@ def test_largest_intermediates_and_traffic_name_the_tensorflow_op():
 def test_shape_bytes():
   assert profile_step.shape_bytes("f32[2,512]{1,0}") == 4096
   assert profile_step.shape_bytes("(bf16[3,4]{1,0}, pred[7], s32[])") == 24 + 7 + 4
+
+
+def _profile_step(*args):
+  return subprocess.run([sys.executable, "-m", "experiments.profile_step", *args],
+                        cwd=ROOT, capture_output=True, text=True, timeout=600,
+                        env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def test_profile_step_program_prints_the_report():
+  result = _profile_step("--program", "--configs=small", "--modes=xla", "--seq_len=128",
+                         "--num_predict=20", "--n_token=1000", "--batch_size=2", "--top=3")
+  assert result.returncode == 0, result.stderr[-3000:]
+  out = result.stdout
+  assert "small, xla, batch 2: program" in out
+  assert "0 constants over 64 KB" in out
+  assert re.search(r"XLA cost analysis \(XLA:CPU, jaxlib\): [\d,.]+ GFLOP, [\d,.]+ GB accessed",
+                   out)
+  assert "largest intermediates" in out and "traffic" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--program", "--modes=fp32"], "--program reports a compiled step: --modes must be xla "
+                                    "or bf16_xla, got 'fp32'"),
+    (["--program", "--configs=huge"], "--configs: unknown 'huge'; choose from ['base', "
+                                      "'large', 'small']"),
+    (["--program", "--modes=xla", "--batch_size=-1"], "--batch_size must be >= 0"),
+])
+def test_profile_step_refuses_bad_flags(args, message):
+  result = _profile_step(*args)
+  assert result.returncode != 0
+  assert message in result.stderr
