@@ -29,6 +29,7 @@ from xlnet_tf.training import optimization
 CONFIGS = {   # name: (n_layer, d_model, n_head, d_inner, batch)
     "small": (4, 256, 4, 1024, 4),
     "base": (12, 768, 12, 3072, 2),
+    "large": (24, 1024, 16, 4096, 1),
 }
 MODES = ("fp32", "xla", "bf16", "bf16_xla")
 # The command that measures one (model, mode) in a process of its own (--peak_memory).
@@ -102,15 +103,25 @@ def make_train_step(model_fn, variables, embedding_fn, lm_bias, optimizer, jit):
   return tf.function(step, jit_compile=jit)
 
 
-def ours(config, feed, jit):
+# The encoder inputs of our step.
+OUR_INPUTS = ("input_ids", "segment_ids", "input_mask", "perm_mask", "target_mapping")
+
+
+def our_train_step(config, jit):
+  """Our compiled (or traced) training step, a tf.function of the feed (weights and
+  optimizer built): the encoder in training mode, so `config.recompute` and dropout
+  apply."""
   model = build_pretrainer(config)
   encoder = model.encoder
-  inputs = {k: feed[k] for k in ("input_ids", "segment_ids", "input_mask", "perm_mask",
-                                 "target_mapping")}
   optimizer = optimization.build_optimizer(1e-4, 1000, 10)
-  step = make_train_step(lambda f: encoder({k: f[k] for k in inputs})["query"],
-                         model.trainable_variables, lambda: encoder.word_embedding,
-                         model.lm_head.bias, optimizer, jit)
+  return make_train_step(
+      lambda f: encoder({k: f[k] for k in OUR_INPUTS}, training=True)["query"],
+      model.trainable_variables, lambda: encoder.word_embedding, model.lm_head.bias,
+      optimizer, jit)
+
+
+def ours(config, feed, jit):
+  step = our_train_step(config, jit)
   return lambda: step(feed).numpy()
 
 
@@ -140,12 +151,14 @@ def model_garden(config, feed, jit):
   return lambda: step(feed).numpy()
 
 
-def config_and_feed(name, seq_len, num_predict, n_token):
-  """(config, the feed as tensors, batch, the feed as arrays) of CONFIGS[name]."""
-  n_layer, d_model, n_head, d_inner, batch = CONFIGS[name]
+def config_and_feed(name, seq_len, num_predict, n_token, batch=None, recompute="none"):
+  """(config, the feed as tensors, batch, the feed as arrays) of CONFIGS[name] (its batch
+  unless `batch` is given; no dropout; `recompute` the config's)."""
+  n_layer, d_model, n_head, d_inner, default_batch = CONFIGS[name]
+  batch = batch or default_batch
   config = XLNetConfig(n_layer=n_layer, d_model=d_model, n_head=n_head,
                        d_head=d_model // n_head, d_inner=d_inner, n_token=n_token,
-                       dropout=0.0, dropatt=0.0)
+                       dropout=0.0, dropatt=0.0, recompute=recompute)
   arrays = random_pretraining_inputs(np.random.default_rng(0), batch, seq_len,
                                      num_predict, vocab_size=n_token)
   arrays["input_mask"] = np.zeros([batch, seq_len], np.float32)
