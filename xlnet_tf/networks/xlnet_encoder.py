@@ -250,10 +250,11 @@ def _recomputed_block(block, content, query, memory, position_encoding, biases, 
   and gives gradients only to them and to the variables read inside (the block's
   kernels), not to tensors closed over. So every float input with a gradient is
   positional: content [B, T, D], query [B, P, D] and memory [B, M, D] where present,
-  position_encoding [X, R, D] and the layer's biases (r_w_bias, r_r_bias [N, H]; with
-  segments r_s_bias [N, H] and seg_embed [2, N, H]); the masks, segments and query
-  positions (no gradient) and `training` are `closed` over. Dropout draws the forward
-  pass's masks again (`step_dropout.replaying`). Returns (content, query or None).
+  position_encoding [X, R, D] ([B, R, D] after dropout) and the layer's biases
+  (r_w_bias, r_r_bias [N, H]; with segments r_s_bias [N, H] and seg_embed [2, N, H]);
+  the masks, segments, query positions and query_valid (no gradient) and `training` are
+  `closed` over. Dropout draws the forward pass's masks again
+  (`step_dropout.replaying`). Returns (content, query or None).
   """
   names = ["content"] + (["query"] if query is not None else []) + (
       ["memory"] if memory is not None else []) + ["position_encoding"] + sorted(biases)
