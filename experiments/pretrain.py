@@ -74,6 +74,10 @@ flags.DEFINE_integer("n_token", None, "Vocabulary size (default: the records' "
 flags.DEFINE_integer("mem_len", 384, "Memory length (0: no memory).")
 flags.DEFINE_float("dropout", 0.1, "Dropout.")
 flags.DEFINE_float("dropatt", 0.1, "Attention dropout.")
+flags.DEFINE_enum("recompute", "none", list(pretrain.RECOMPUTE_MODES),
+                  "Activation recomputation: layer keeps only each layer's inputs for the "
+                  "backward pass and computes the layer again there (less activation "
+                  "memory, about a third more compute; the same losses and gradients).")
 flags.DEFINE_integer("clamp_len", -1, "Clip relative distances (-1: off).")
 flags.DEFINE_bool("same_length", False, "Same-length attention.")
 flags.DEFINE_float("init_std", 0.02, "Initializer stddev.")

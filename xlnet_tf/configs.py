@@ -22,12 +22,16 @@ RELEASED_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activa
 
 # Run options that may differ between runs of the same weights (`load_pretrained` overrides).
 RUN_OPTION_KEYS = ("dropout", "dropatt", "mem_len", "reuse_len", "attn_type", "bi_data",
-                   "clamp_len", "same_length")
+                   "clamp_len", "same_length", "recompute")
 
 # "gelu" is the tanh approximation the released checkpoints were trained with (HF "gelu_new");
 # "gelu_exact" is the erf form (HF "gelu").
 FF_ACTIVATIONS = ("gelu", "gelu_exact", "relu")
 ATTN_TYPES = ("bi", "uni")
+# "none": the backward pass reads the activations kept from the forward pass; "layer":
+# each layer keeps only its inputs and is run again in the backward pass (less memory,
+# about one more forward pass of compute; `XLNetEncoder`).
+RECOMPUTE_MODES = ("none", "layer")
 
 # HuggingFace's activation names and ours.
 _HF_TO_OUR_ACTIVATION = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "gelu": "gelu_exact",
@@ -60,6 +64,11 @@ class XLNetConfig:
     same_length: with attn_type "uni", every query sees the same number of keys.
     initializer_range: stddev of the normal initializer (the original `init_std`).
     layer_norm_eps: LayerNorm epsilon.
+    recompute: activation recomputation in training, "none" or "layer": with "layer" each
+      layer's activations are not kept for the backward pass but computed again there
+      from the layer's inputs (same losses, gradients and dropout masks; less activation
+      memory for about a third more compute). Not a property of the weights: HuggingFace
+      export leaves it out.
   """
   n_layer: int
   d_model: int
@@ -79,6 +88,7 @@ class XLNetConfig:
   same_length: bool = False
   initializer_range: float = 0.02
   layer_norm_eps: float = 1e-12
+  recompute: str = "none"
 
   def __post_init__(self):
     for key in ("n_layer", "d_model", "n_head", "d_head", "d_inner", "n_token"):
@@ -99,6 +109,9 @@ class XLNetConfig:
     if self.attn_type not in ATTN_TYPES:
       raise ValueError(f"XLNetConfig.attn_type must be one of {ATTN_TYPES}, got "
                        f"{self.attn_type!r}")
+    if self.recompute not in RECOMPUTE_MODES:
+      raise ValueError(f"XLNetConfig.recompute must be one of {RECOMPUTE_MODES}, got "
+                       f"{self.recompute!r}")
     for key in ("dropout", "dropatt"):
       value = getattr(self, key)
       if not 0.0 <= float(value) < 1.0:

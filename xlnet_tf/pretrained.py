@@ -45,7 +45,7 @@ def load_pretrained(directory: str, **run_options) -> XLNetPretrainer:
     directory: written by `save_pretrained`, pretraining or `python -m xlnet_tf.convert`
       (a preset's name: `xlnet_tf.hub.load_pretrained`).
     **run_options: overrides of mem_len, reuse_len, bi_data, clamp_len, same_length,
-      attn_type, dropout, dropatt.
+      attn_type, dropout, dropatt, recompute.
   Raises:
     ValueError: an override that is not a run option; a checkpoint that does not match the
       config (naming the variable).

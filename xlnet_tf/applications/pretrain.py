@@ -17,6 +17,7 @@ from absl import logging
 import tensorflow as tf
 
 import xlnet_tf.tasks.experiments  # noqa: F401  (registers the experiments)
+from xlnet_tf import configs
 from xlnet_tf import paths
 from xlnet_tf.data import pretrain_reader
 from xlnet_tf.tasks import released_flags
@@ -32,6 +33,7 @@ EXPERIMENT = "xlnet/pretraining"
 ADAM_BIAS_CORRECTIONS = optimization.ADAM_BIAS_CORRECTIONS
 PRECISIONS = loop.PRECISIONS
 OBJECTIVES = pretrain_reader.OBJECTIVES
+RECOMPUTE_MODES = configs.RECOMPUTE_MODES
 
 _RECORDS = ("seq_len", "reuse_len", "num_predict", "bi_data", "num_core_per_host",
             "perm_size", "mask_alpha", "mask_beta", "num_passes", "uncased")
@@ -41,7 +43,7 @@ def experiment_override(values: flags.FlagValues):
   """The flags as an override of the "xlnet/pretraining" experiment."""
   model = {name: values[name].value for name in (
       "n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activation", "untie_r",
-      "n_token", "mem_len", "dropout", "dropatt", "clamp_len", "same_length")}
+      "n_token", "mem_len", "dropout", "dropatt", "recompute", "clamp_len", "same_length")}
   model["initializer_range"] = values.init_std          # the released flag's name
   optimization_ = {name: values[name].value for name in (
       "learning_rate", "warmup_steps", "min_lr_ratio", "weight_decay", "adam_epsilon",

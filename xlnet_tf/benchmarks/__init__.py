@@ -1,5 +1,6 @@
 """Measurements: speed against HuggingFace and TF Model Garden (`model`, `pretrain`,
-`profile_step`, `data`, `serving`, `generation`; `timing`, `hf_steps`), and what a training
+`profile_step`, `data`, `serving`, `generation`; `timing`, `hf_steps`), the compiled step's
+memory with and without recomputation (`step_memory`), and what a training
 run does (`precision_curves`, `pretraining_diagnostics`; `hf_pretraining_steps` with its
 PyTorch reference `hf_training`). The top of the library, with xlnet_tf.pipelines (which
 they may import: precision_curves runs the demo's stages); experiments/benchmark_*.py and

@@ -103,17 +103,22 @@ def make_train_step(model_fn, variables, embedding_fn, lm_bias, optimizer, jit):
   return tf.function(step, jit_compile=jit)
 
 
+# The encoder inputs of our step.
+OUR_INPUTS = ("input_ids", "segment_ids", "input_mask", "perm_mask", "target_mapping")
+
+
 def compiled_train_step(config, feed, jit):
   """Our training step (tf.function over a feed like `feed`) with its model and the
   optimizer's slots built: ready to run or to be lowered (`experimental_get_compiler_ir`)
-  without running."""
+  without running. The encoder runs in training mode, so `config.recompute` and dropout
+  apply."""
   model = build_pretrainer(config)
   encoder = model.encoder
-  keys = ("input_ids", "segment_ids", "input_mask", "perm_mask", "target_mapping")
   optimizer = optimization.build_optimizer(1e-4, 1000, 10)
-  step = make_train_step(lambda f: encoder({k: f[k] for k in keys})["query"],
-                         model.trainable_variables, lambda: encoder.word_embedding,
-                         model.lm_head.bias, optimizer, jit)
+  step = make_train_step(
+      lambda f: encoder({k: f[k] for k in OUR_INPUTS}, training=True)["query"],
+      model.trainable_variables, lambda: encoder.word_embedding, model.lm_head.bias,
+      optimizer, jit)
   # The slots now, as the first step would: lowering a step must not create variables.
   getattr(optimizer, "inner_optimizer", optimizer)._create_all_weights(  # pylint: disable=protected-access
       model.trainable_variables)
@@ -151,14 +156,14 @@ def model_garden(config, feed, jit):
   return lambda: step(feed).numpy()
 
 
-def config_and_feed(name, seq_len, num_predict, n_token, batch=None):
-  """(config, the feed as tensors, batch, the feed as arrays) of CONFIGS[name] (at its
-  batch size unless `batch` is given)."""
+def config_and_feed(name, seq_len, num_predict, n_token, batch=None, recompute="none"):
+  """(config, the feed as tensors, batch, the feed as arrays) of CONFIGS[name] (its batch
+  unless `batch` is given; no dropout; `recompute` the config's)."""
   n_layer, d_model, n_head, d_inner, default_batch = CONFIGS[name]
   batch = batch or default_batch
   config = XLNetConfig(n_layer=n_layer, d_model=d_model, n_head=n_head,
                        d_head=d_model // n_head, d_inner=d_inner, n_token=n_token,
-                       dropout=0.0, dropatt=0.0)
+                       dropout=0.0, dropatt=0.0, recompute=recompute)
   arrays = random_pretraining_inputs(np.random.default_rng(0), batch, seq_len,
                                      num_predict, vocab_size=n_token)
   arrays["input_mask"] = np.zeros([batch, seq_len], np.float32)

@@ -13,11 +13,24 @@ trainers enter `training_seed(step_seed(...))` around the forward pass; outside 
 
 The context is per thread: MirroredStrategy runs each replica in a thread of its own, so
 it is entered inside the replica function.
+
+Activation recomputation (`tf.recompute_grad`) runs a part of the forward pass again in
+the backward pass, usually outside `training_seed`. `replaying(fn)` wraps such a part so
+that its recomputation draws exactly the masks its forward pass drew:
+
+  >>> block = tf.recompute_grad(replaying(lambda x: layer(x, training=True)))
+
+The first call of the wrapped function (the forward pass) draws from the current state
+and advances its count as an unwrapped call would; every later call (the recomputation)
+draws again from the count the first call started at, and leaves the state around it
+unchanged. Keras' stateful `Dropout` (outside `training_seed`) cannot be replayed: a
+recomputation there would draw other masks than the forward pass, so `replaying` raises
+if a wrapped call draws a mask without a seed (`has_seed` tells beforehand).
 """
 
 import contextlib
 import threading
-from typing import Optional
+from typing import Callable, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -59,6 +72,52 @@ def folded_seed(index):
     yield
 
 
+def has_seed() -> bool:
+  """Whether `StepDropout` draws step-keyed masks here (inside `training_seed(seed)` with a
+  seed), which `replaying` can replay."""
+  return getattr(_STATE, "current", None) is not None
+
+
+def replaying(fn: Callable) -> Callable:
+  """`fn` wrapped so that every call after the first draws the `StepDropout` masks of the
+  first (see the module docstring): for the function of `tf.recompute_grad`.
+
+  Raises (when called):
+    ValueError: a call draws a dropout mask outside `training_seed` (Keras' stateful
+      dropout, which a recomputation would not draw again identically).
+  """
+  start = []                        # [the state at the first call's start] once called
+
+  def wrapped(*args):
+    if not start:
+      state = getattr(_STATE, "current", None)
+      start.append(None if state is None else (state["seed"], state["calls"]))
+      if state is not None:
+        return fn(*args)               # the forward pass: draws from (and advances) the state
+      replay_state = None
+    else:
+      replay_state = None if start[0] is None else {"seed": start[0][0],
+                                                    "calls": start[0][1]}
+    previous = getattr(_STATE, "current", None)
+    _STATE.current = replay_state
+    _STATE.unseeded = 0
+    try:
+      outputs = fn(*args)
+      if replay_state is None and _STATE.unseeded:
+        raise ValueError(
+            "dropout without training_seed cannot be recomputed: Keras' stateful dropout "
+            "would draw other masks in the backward pass than in the forward pass. Enter "
+            "xlnet_tf.layers.step_dropout.training_seed(step_seed(...)) around the forward "
+            "pass (as xlnet_tf.training.trainer does), or set dropout and dropatt to 0, or "
+            "recompute 'none'")
+      return outputs
+    finally:
+      _STATE.current = previous
+      _STATE.unseeded = 0
+
+  return wrapped
+
+
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
 class StepDropout(tf_keras.layers.Dropout):
   """`tf_keras.layers.Dropout` with step-keyed masks under `training_seed`."""
@@ -66,6 +125,8 @@ class StepDropout(tf_keras.layers.Dropout):
   def call(self, inputs, training=None):
     state = getattr(_STATE, "current", None)
     if state is None or training is not True or self.rate == 0:
+      if state is None and training is True and self.rate > 0:
+        _STATE.unseeded = getattr(_STATE, "unseeded", 0) + 1  # seen by `replaying`
       return super().call(inputs, training=training)
     seed = tf.random.experimental.stateless_fold_in(state["seed"], state["calls"])
     state["calls"] += 1

@@ -11,6 +11,7 @@ from xlnet_tf.layers.initializers import normal_initializer
 from xlnet_tf.layers.positional_encoding import RelativePositionalEncoding
 from xlnet_tf.layers.two_stream_block import TwoStreamBlock
 from xlnet_tf.layers.scoped_build import build_in_scope
+from xlnet_tf.layers import step_dropout
 from xlnet_tf.layers.step_dropout import StepDropout
 
 
@@ -60,6 +61,14 @@ class XLNetEncoder(tf_keras.layers.Layer):
     hidden_states: with `output_hidden_states=True`, n_layer + 1 tensors [B, T, D]: the
       word embeddings (after input dropout), then each layer's content stream (the last
       before the output dropout), as HuggingFace's `hidden_states`.
+
+  With `config.recompute == "layer"` and `training`, every block runs under
+  `tf.recompute_grad` (`_recomputed_block`): the backward pass keeps only each block's
+  inputs and computes the block again, with the same dropout masks, so losses and
+  gradients are those of "none". With `output_attentions` the blocks run plainly (the
+  attention maps are kept anyway). Outside `step_dropout.training_seed` (Keras `fit`)
+  with dropout, the call's masks are keyed on one seed it draws from TF's global
+  generator, since Keras' stateful dropout cannot be drawn again in the backward pass.
 
   Example:
     >>> cfg = XLNetConfig(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, n_token=100)
@@ -112,6 +121,22 @@ class XLNetEncoder(tf_keras.layers.Layer):
            output_attentions: bool = False, memory_gradient: bool = False,
            output_hidden_states: bool = False) -> Dict[str, Any]:
     c = self.config
+    if (c.recompute == "layer" and training and not output_attentions
+        and (c.dropout > 0 or c.dropatt > 0) and not step_dropout.has_seed()):
+      # Recomputation must draw the forward pass's dropout masks again, which Keras'
+      # stateful dropout cannot (Keras `fit`, a loop without `training_seed`): the masks
+      # of this call are keyed on one seed drawn here from TF's global generator instead.
+      seed = tf.random.uniform([2], minval=tf.int64.min, maxval=tf.int64.max,
+                               dtype=tf.int64)
+      with step_dropout.training_seed(seed):
+        return self._forward(inputs, training, output_attentions, memory_gradient,
+                             output_hidden_states)
+    return self._forward(inputs, training, output_attentions, memory_gradient,
+                         output_hidden_states)
+
+  def _forward(self, inputs, training, output_attentions, memory_gradient,
+               output_hidden_states):
+    c = self.config
     input_ids = inputs["input_ids"]                                    # [B, T]
     segment_ids = inputs.get("segment_ids")
     target_mapping = inputs.get("target_mapping")
@@ -161,6 +186,7 @@ class XLNetEncoder(tf_keras.layers.Layer):
       query = self.dropout(tf.tile(self.mask_emb, [batch, num_predict, 1]),  # [B, P, D]
                            training=training)
 
+    recompute = c.recompute == "layer" and bool(training) and not output_attentions
     new_mems = []
     attentions, query_attentions = [], []
     hidden_states = [content]                   # the content stream into each layer, [B, T, D]
@@ -168,14 +194,22 @@ class XLNetEncoder(tf_keras.layers.Layer):
       memory = tf.cast(mems[i], content.dtype) if mems is not None else None
       if c.mem_len > 0:
         new_mems.append(self._cache(content, memory, memory_gradient))
-      content, query, *maps = block(
-          content, query, memory=memory, position_encoding=position_encoding,
-          r_w_bias=self.r_w_bias[i] if c.untie_r else self.r_w_bias,
-          r_r_bias=self.r_r_bias[i] if c.untie_r else self.r_r_bias,
-          r_s_bias=self.r_s_bias[i] if c.untie_r else self.r_s_bias,
-          seg_embed=self.seg_embed[i], content_mask=content_mask,
-          content_segments=segments, training=training,
-          return_attention=bool(output_attentions), **query_inputs)
+      biases = dict(r_w_bias=self.r_w_bias[i] if c.untie_r else self.r_w_bias,
+                    r_r_bias=self.r_r_bias[i] if c.untie_r else self.r_r_bias)
+      if segments is not None:
+        biases.update(r_s_bias=self.r_s_bias[i] if c.untie_r else self.r_s_bias,
+                      seg_embed=self.seg_embed[i])
+      if recompute:
+        content, query = _recomputed_block(
+            block, content, query, memory, position_encoding, biases,
+            dict(content_mask=content_mask, content_segments=segments, training=training,
+                 **query_inputs))
+        maps = []
+      else:
+        content, query, *maps = block(
+            content, query, memory=memory, position_encoding=position_encoding,
+            content_mask=content_mask, content_segments=segments, training=training,
+            return_attention=bool(output_attentions), **biases, **query_inputs)
       hidden_states.append(content)
       if output_attentions:
         content_probs, query_probs = maps[0]
@@ -206,6 +240,38 @@ class XLNetEncoder(tf_keras.layers.Layer):
     config = super().get_config()
     config.update(config=self.config.to_dict())
     return config
+
+
+def _recomputed_block(block, content, query, memory, position_encoding, biases, closed):
+  """`block(content, query, ...)` under `tf.recompute_grad`: its activations are not kept
+  for the backward pass but computed again there, from the inputs kept here.
+
+  Graph-mode `tf.custom_gradient` (under `recompute_grad`) takes positional tensors only
+  and gives gradients only to them and to the variables read inside (the block's
+  kernels), not to tensors closed over. So every float input with a gradient is
+  positional: content [B, T, D], query [B, P, D] and memory [B, M, D] where present,
+  position_encoding [X, R, D] ([B, R, D] after dropout) and the layer's biases
+  (r_w_bias, r_r_bias [N, H]; with segments r_s_bias [N, H] and seg_embed [2, N, H]);
+  the masks, segments, query positions and query_valid (no gradient) and `training` are
+  `closed` over. Dropout draws the forward pass's masks again
+  (`step_dropout.replaying`). Returns (content, query or None).
+  """
+  names = ["content"] + (["query"] if query is not None else []) + (
+      ["memory"] if memory is not None else []) + ["position_encoding"] + sorted(biases)
+  values = {"content": content, "query": query, "memory": memory,
+            "position_encoding": position_encoding, **biases}
+  tensors = [tf.convert_to_tensor(values[name]) for name in names]
+
+  def run(*args):
+    given = dict(zip(names, args))
+    outputs = block(given.pop("content"), given.pop("query", None), **given, **closed)
+    return outputs[0] if query is None else outputs[:2]
+
+  outputs = tf.recompute_grad(step_dropout.replaying(run))(*tensors)
+  if query is None:
+    return outputs, None
+  content, query = outputs
+  return content, query
 
 
 def _check_even_batch(input_ids):

@@ -55,6 +55,7 @@ class XLNetModelConfig(base_config.Config):
   use_proj: bool = True               # dense + tanh on the summary (--use_summ_proj)
   dropout: float = 0.1
   dropatt: float = 0.1
+  recompute: str = "none"             # "layer": recompute each layer in the backward pass
 
 
 @dataclasses.dataclass
@@ -160,7 +161,8 @@ class XLNetTask(base_task.Task):
         raise ValueError(f"task.model: {', '.join(missing)} must be set when "
                          f"task.init_checkpoint is empty (a randomly initialised model)")
       config = XLNetConfig(**given)
-    return config.for_finetuning(params.model.dropout, params.model.dropatt)
+    return config.for_finetuning(params.model.dropout, params.model.dropatt).replace(
+        recompute=params.model.recompute)
 
   def check_text_settings(self) -> None:
     """Raises ValueError when `task.init_checkpoint` records a text normalisation

@@ -70,6 +70,7 @@ class PretrainModelConfig(base_config.Config):
   mem_len: int = 384
   dropout: float = 0.1
   dropatt: float = 0.1
+  recompute: str = "none"               # "layer": recompute each layer in the backward pass
   clamp_len: int = -1
   same_length: bool = False
   initializer_range: float = 0.02
@@ -164,7 +165,8 @@ class PretrainingTask(base.XLNetTask):
     model = self.task_config.model
     settings = self.manifest()["settings"]
     attn_type = objective_attn_type(self.task_config.optimization.objective)
-    run = dict(dropout=model.dropout, dropatt=model.dropatt, mem_len=model.mem_len,
+    run = dict(dropout=model.dropout, dropatt=model.dropatt, recompute=model.recompute,
+               mem_len=model.mem_len,
                reuse_len=settings["reuse_len"], attn_type=attn_type, bi_data=settings["bi_data"],
                clamp_len=model.clamp_len, same_length=model.same_length,
                initializer_range=_initializer_range(model))

@@ -463,8 +463,8 @@ def export(task: base.XLNetTask, model_dir: str, export_dir: Optional[str] = Non
 # XLNetConfig's names); bi_data and reuse_len come from the records, attn_type from the
 # objective.
 _PRETRAIN_MODEL_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activation",
-                        "untie_r", "n_token", "mem_len", "dropout", "dropatt", "clamp_len",
-                        "same_length", "initializer_range")
+                        "untie_r", "n_token", "mem_len", "dropout", "dropatt", "recompute",
+                        "clamp_len", "same_length", "initializer_range")
 
 
 def pretrain_options(model_dir: str, train_steps: int, **changes) -> loop.RunOptions:
