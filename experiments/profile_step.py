@@ -5,6 +5,7 @@ accessed) and its largest intermediate tensors, without running it.
   python -m experiments.profile_step --configs=base --modes=fp32 --profile_steps=3
   python -m experiments.profile_step --configs=small --modes=xla      # the XLA program
   python -m experiments.profile_step --program --configs=base --modes=xla --batch_size=16
+  python -m experiments.profile_step --program --configs=base --modes=xla --recompute=layer
 
 --program (compiled modes only) lowers the step to the HLO TensorFlow gives XLA and prints
 the program's size (bytes, instructions, constants over 64 KB); XLA's cost analysis of it
@@ -46,6 +47,8 @@ _PROGRAM = flags.DEFINE_bool("program", False, "Report the compiled program (siz
                              "cost analysis, largest intermediates) instead of timing it.")
 _BATCH = flags.DEFINE_integer("batch_size", 0, "With --program: the batch (0: the "
                               "config's benchmark batch).")
+_RECOMPUTE = flags.DEFINE_enum("recompute", "none", ["none", "layer"], "With --program: "
+                               "the step with activation recomputation (XLNetConfig.recompute).")
 
 
 def main(argv):
@@ -64,7 +67,8 @@ def main(argv):
     raise app.UsageError(f"--batch_size must be >= 0 (0: the config's), got {_BATCH.value}")
   if _PROGRAM.value:
     profile_step.program_report(name, mode, values.seq_len,
-                                values.num_predict, values.n_token, _BATCH.value, _TOP.value)
+                                values.num_predict, values.n_token, _BATCH.value, _TOP.value,
+                                _RECOMPUTE.value)
     return
   profile_step.profile(name, mode, values.seq_len, values.num_predict,
                        values.n_token, _LOGDIR.value, _PROFILE_STEPS.value, _TOP.value)

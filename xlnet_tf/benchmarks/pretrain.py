@@ -120,8 +120,8 @@ def compiled_train_step(config, feed, jit):
       model.trainable_variables, lambda: encoder.word_embedding, model.lm_head.bias,
       optimizer, jit)
   # The slots now, as the first step would: lowering a step must not create variables.
-  getattr(optimizer, "inner_optimizer", optimizer)._create_all_weights(  # pylint: disable=protected-access
-      model.trainable_variables)
+  inner = getattr(optimizer, "inner_optimizer", optimizer)
+  inner._create_all_weights(model.trainable_variables)  # pylint: disable=protected-access
   return step
 
 

@@ -372,20 +372,21 @@ def print_program(name: str, mode: str, batch: int, step, feed, flops_estimate: 
 
 
 def program_report(name: str, mode: str, seq_len: int, num_predict: int, n_token: int,
-                   batch: int, top: int) -> dict:
-  """Builds config `name`'s compiled training step in `mode` (xla or bf16_xla) without
-  running it and prints `print_program`'s report."""
+                   batch: int, top: int, recompute: str = "none") -> dict:
+  """Builds config `name`'s compiled training step in `mode` (xla or bf16_xla, with
+  `recompute` "none" or "layer") without running it and prints `print_program`'s
+  report."""
   if not mode.endswith("xla"):
     raise ValueError(f"--modes: the program report is of a compiled step (xla or "
                      f"bf16_xla), got {mode!r}")
   config, feed, batch, _ = benchmark_pretrain.config_and_feed(name, seq_len, num_predict,
-                                                              n_token, batch)
+                                                              n_token, batch, recompute)
   bf16 = mode.startswith("bf16")
   tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if bf16 else "float32")
   try:
     step = benchmark_pretrain.compiled_train_step(config, feed, jit=True)
     print(f"{name} ({config.n_layer} x {config.d_model}), seq {seq_len}, {num_predict} "
-          f"targets; TensorFlow {tf.__version__}")
+          f"targets, recompute {recompute}; TensorFlow {tf.__version__}")
     return print_program(name, mode, batch, step, feed,
                          benchmark_pretrain.step_flops(config, batch, seq_len, num_predict),
                          top)

@@ -1,8 +1,8 @@
 r"""Activation memory of the compiled pretraining step, with and without recomputation:
 python -m experiments.step_memory.
 
-The step is the one of `xlnet_tf.benchmarks.pretrain` (`compiled_train_step`: encoder in training
-mode, tied LM loss over the targets, clipping, AdamW; `config_and_feed`: seq 512, 85
+The step is the one of `xlnet_tf.benchmarks.pretrain` (`compiled_train_step`: encoder in
+training mode, tied LM loss over the targets, clipping, AdamW; `config_and_feed`: seq 512, 85
 targets, two segments + <cls>, no dropout, bi_data off), XLA-compiled but never run: its
 memory is XLA's buffer assignment, which XLA writes next to the compiled program when
 `--xla_dump_to` is set. "Total bytes used" there is the sum of the program's allocations:

@@ -10,10 +10,10 @@ def computed_in_program(values: tf.Tensor) -> tf.Tensor:
   """`values`, kept a value the compiled program computes.
 
   The encodings depend only on the (static) lengths, so when a step is compiled (XLA:
-  `jit_compile`, TPUs) TensorFlow folds them into literals, one [R, D] copy per use (for
-  each layer's projection and its gradient): 75 of the 80 MB of the base step's program.
-  An XLA optimization barrier on the [R] distances stops that folding: the program holds
-  R numbers and computes the sinusoids once. Outside an XLA context (graphs, eager,
+  `jit_compile`, TPUs) TensorFlow folds them into literals, one [R, D] copy per use (each
+  layer's projection and its gradient): 75 of the 80 MB of the base step's program. An
+  XLA optimization barrier on the [R] distances stops that folding: the program holds R
+  numbers and computes the sinusoids once. Outside an XLA context (graphs, eager,
   SavedModels) `values` is returned as it is: the op needs XLA.
   """
   if not control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
