@@ -119,3 +119,17 @@ def test_profile_step_refuses_bad_flags(args, message):
   result = _profile_step(*args)
   assert result.returncode != 0
   assert message in result.stderr
+
+
+def test_recomputation_survives_a_newer_xla():
+  """Compiled by jaxlib's XLA (newer than TensorFlow's; the GPU scripts' compiler), the
+  step with recompute "layer" recomputes the forward pass (more FLOPs) and keeps less
+  live than "none". With tf.recompute_grad's guard, which that XLA folds, it kept more."""
+  costs = {}
+  for recompute in ("none", "layer"):
+    config, feed, _, _ = benchmark_pretrain_lib.config_and_feed("small", 128, 20, 1000, 2,
+                                                                recompute)
+    step = benchmark_pretrain_lib.compiled_train_step(config, feed, jit=True)
+    costs[recompute] = profile_step.compiled_cost(step, feed)
+  assert costs["layer"]["flops"] > 1.2 * costs["none"]["flops"]
+  assert costs["layer"]["temp_bytes"] < 0.8 * costs["none"]["temp_bytes"]
