@@ -45,6 +45,9 @@ def main(argv):
     unknown = sorted(set(flag.value) - set(known))
     if unknown:
       raise app.UsageError(f"--{flag.name}: unknown {unknown}; choose from {sorted(known)}")
+  if not all(b.strip().isdigit() for b in _BATCHES.value):
+    raise app.UsageError(f"--batches: give two or more positive integers, got "
+                         f"{_BATCHES.value}")
   batches = sorted({int(b) for b in _BATCHES.value})
   if len(batches) < 2 or batches[0] < 1:
     raise app.UsageError(f"--batches: give two or more positive sizes, got {_BATCHES.value}")
