@@ -38,6 +38,7 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 from experiments import benchmark_pretrain  # noqa: E402  (defines the model flags)
+from xlnet_tf import configs  # noqa: E402
 from xlnet_tf.benchmarks import profile_step  # noqa: E402
 
 _LOGDIR = flags.DEFINE_string("logdir", "runs/profile", "Where the trace goes.")
@@ -47,8 +48,9 @@ _PROGRAM = flags.DEFINE_bool("program", False, "Report the compiled program (siz
                              "cost analysis, largest intermediates) instead of timing it.")
 _BATCH = flags.DEFINE_integer("batch_size", 0, "With --program: the batch (0: the "
                               "config's benchmark batch).")
-_RECOMPUTE = flags.DEFINE_enum("recompute", "none", ["none", "layer"], "With --program: "
-                               "the step with activation recomputation (XLNetConfig.recompute).")
+_RECOMPUTE = flags.DEFINE_enum("recompute", "none", list(configs.RECOMPUTE_MODES),
+                               "With --program: the step's activation recomputation "
+                               "(XLNetConfig.recompute).")
 
 
 def main(argv):
@@ -63,6 +65,8 @@ def main(argv):
   if _PROGRAM.value and not mode.endswith("xla"):
     raise app.UsageError(f"--program reports a compiled step: --modes must be xla or "
                          f"bf16_xla, got {mode!r}")
+  if not _PROGRAM.value and (_BATCH.value or _RECOMPUTE.value != "none"):
+    raise app.UsageError("--batch_size and --recompute apply only with --program")
   if _BATCH.value < 0:
     raise app.UsageError(f"--batch_size must be >= 0 (0: the config's), got {_BATCH.value}")
   if _PROGRAM.value:

@@ -121,7 +121,7 @@ def test_layer_recomputation_gives_the_same_loss_gradients_and_masks(make_step, 
                exact=make_step is _pretraining_step and not jit)
 
 
-def test_dropout_is_drawn_and_replayed_not_switched_off():
+def test_dropout_is_drawn_not_switched_off():
   """The masks matter (a model without dropout has another loss) and are replayed."""
   plain, recomputing = _models()
   feed = _feed(plain.encoder.config)

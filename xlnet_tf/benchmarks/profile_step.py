@@ -268,8 +268,10 @@ def _materialised(hlo_text: str):
       continue
     stored.add(name)
     for line in computations[name]:
-      queue += re.findall(r"(?:body|condition|branch_computations=\{[^}]*)=%?([\w.\-]+)",
-                          line)
+      queue += re.findall(r"(?:body|condition|true_computation|false_computation)="
+                          r"%?([\w.\-]+)", line)
+      for branches in re.findall(r"branch_computations=\{([^}]*)\}", line):
+        queue += re.findall(r"%?([\w.\-]+)", branches)
   root_label = {}
   for name, lines in computations.items():
     root = next((line for line in lines if line.lstrip().startswith("ROOT")), None)
@@ -382,6 +384,7 @@ def program_report(name: str, mode: str, seq_len: int, num_predict: int, n_token
   config, feed, batch, _ = benchmark_pretrain.config_and_feed(name, seq_len, num_predict,
                                                               n_token, batch, recompute)
   bf16 = mode.startswith("bf16")
+  policy = tf_keras.mixed_precision.global_policy()
   tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if bf16 else "float32")
   try:
     step = benchmark_pretrain.compiled_train_step(config, feed, jit=True)
@@ -391,4 +394,4 @@ def program_report(name: str, mode: str, seq_len: int, num_predict: int, n_token
                          benchmark_pretrain.step_flops(config, batch, seq_len, num_predict),
                          top)
   finally:
-    tf_keras.mixed_precision.set_global_policy("float32")
+    tf_keras.mixed_precision.set_global_policy(policy)

@@ -69,6 +69,7 @@ def compiled_step_bytes(name: str, batch: int, recompute: str, precision: str,
   dump = re.search(r"--xla_dump_to=(\S+)", os.environ.get("XLA_FLAGS", ""))
   if not dump:
     raise ValueError("XLA_FLAGS has no --xla_dump_to: run `measure` (a fresh process)")
+  policy = tf_keras.mixed_precision.global_policy()
   tf_keras.mixed_precision.set_global_policy(PRECISIONS[precision])
   try:
     config, feed, _, _ = pretrain.config_and_feed(name, seq_len, num_predict, n_token,
@@ -76,7 +77,7 @@ def compiled_step_bytes(name: str, batch: int, recompute: str, precision: str,
     step = pretrain.compiled_train_step(config, feed, jit=True)
     step.experimental_get_compiler_ir(feed)(stage="optimized_hlo")   # compiles, dumps
   finally:
-    tf_keras.mixed_precision.set_global_policy("float32")
+    tf_keras.mixed_precision.set_global_policy(policy)
   reports = glob.glob(os.path.join(dump.group(1), "*_step_*buffer-assignment.txt"))
   if not reports:
     raise RuntimeError(f"XLA wrote no buffer assignment of the step to {dump.group(1)}")
@@ -115,6 +116,9 @@ def fit(peaks: Dict[int, int]) -> Dict[str, float]:
 
 def largest_batch(fixed: float, per_sequence: float, device_gib: float) -> int:
   """The largest B with fixed + B * per_sequence within `device_gib` GiB (0: none)."""
+  if per_sequence <= 0:
+    raise ValueError(f"per_sequence must be positive (the peak must grow with the batch), "
+                     f"got {per_sequence} bytes")
   return max(int((device_gib * GIB - fixed) // per_sequence), 0)
 
 

@@ -122,7 +122,7 @@ class XLNetEncoder(tf_keras.layers.Layer):
            output_attentions: bool = False, memory_gradient: bool = False,
            output_hidden_states: bool = False) -> Dict[str, Any]:
     c = self.config
-    if (c.recompute == "layer" and training and not output_attentions
+    if (c.recompute == "layer" and training is True and not output_attentions
         and (c.dropout > 0 or c.dropatt > 0) and not step_dropout.has_seed()):
       # Recomputation must draw the forward pass's dropout masks again, which Keras'
       # stateful dropout cannot (Keras `fit`, a loop without `training_seed`): the masks
@@ -187,7 +187,8 @@ class XLNetEncoder(tf_keras.layers.Layer):
       query = self.dropout(tf.tile(self.mask_emb, [batch, num_predict, 1]),  # [B, P, D]
                            training=training)
 
-    recompute = c.recompute == "layer" and bool(training) and not output_attentions
+    # Only training=True: StepDropout draws replayable masks only then.
+    recompute = c.recompute == "layer" and training is True and not output_attentions
     new_mems = []
     attentions, query_attentions = [], []
     hidden_states = [content]                   # the content stream into each layer, [B, T, D]
@@ -250,9 +251,9 @@ def recompute_grad(fn):
   The recomputation must wait for the incoming gradient (or it runs early, and its
   activations live as long as the forward pass's would), and XLA must not merge it with
   the forward pass (the same computation of the same inputs). Both take inputs that
-  depend on the incoming gradient: x + d, d = where(isnan(g), g, 0) for g the first
-  element of the first incoming gradient (d is 0 unless g is NaN, which would make the
-  gradients NaN anyway). `tf.recompute_grad` builds d from a bool comparison that newer
+  depend on the incoming gradients: x + d, d = where(isnan(g), g, 0) for g the sum of
+  the first elements of the incoming gradients (d is 0 unless g is NaN, which would make
+  the gradients NaN anyway). `tf.recompute_grad` builds d from a bool comparison that newer
   XLA versions fold to 0, and loses both guards (jaxlib 0.7's XLA then kept a 4-layer
   step's activations: 73 MiB of temporaries against 59 without recomputation; 34 here).
   """
@@ -263,8 +264,11 @@ def recompute_grad(fn):
       outputs = fn(*args)
 
     def grad_fn(*output_grads, variables=None):
-      first = tf.reshape(output_grads[0], [-1])[0]
-      after_gradient = tf.where(tf.math.is_nan(first), first, tf.zeros_like(first))
+      # From every output's gradient: one may be a zero constant (the last layer's
+      # content stream, which a two-stream loss does not read), and d would fold to 0.
+      probe = tf.reduce_sum(tf.add_n([tf.cast(tf.reshape(g, [-1])[:1], tf.float32)
+                                      for g in output_grads]))
+      after_gradient = tf.where(tf.math.is_nan(probe), probe, tf.zeros_like(probe))
       inputs = [x + tf.cast(after_gradient, x.dtype) for x in args]
       watched = list(variables or [])
       with tf.GradientTape() as tape:
