@@ -31,7 +31,7 @@ def test_base_step_is_a_small_program_without_large_literals():
   copies of [1, 1024, 768] (80 MB); computed in the program it is a few MB."""
   config, feed, _, _ = benchmark_pretrain_lib.config_and_feed("base", 512, 85, 32000, 2)
   step = benchmark_pretrain_lib.compiled_train_step(config, feed, jit=True)
-  size = profile_step.program_size(step, feed)
+  size = profile_step.program_size(profile_step.hlo_program(step, feed))
   assert size["constants_over_64k"] == 0, size
   assert size["largest_constant_bytes"] <= 64 * 1024, size
   assert size["portable_program_bytes"] < 5_000_000, size
@@ -66,7 +66,7 @@ def test_cost_analysis_of_a_matmul_is_xlas_count():
   product: 2 * 64 * 32 * 16 FLOPs, and its operands and result in bytes."""
   feed = {"a": tf.ones([64, 32]), "b": tf.ones([32, 16])}
   step = tf.function(lambda f: tf.matmul(f["a"], f["b"], name="product"), jit_compile=True)
-  cost = profile_step.compiled_cost(step, feed)
+  cost = profile_step.compiled_cost(profile_step.hlo_program(step, feed))
   assert cost["flops"] == 2 * 64 * 32 * 16
   assert cost["bytes_accessed"] == 4 * (64 * 32 + 32 * 16 + 64 * 16)
 
@@ -76,7 +76,7 @@ def test_largest_intermediates_and_traffic_name_the_tensorflow_op():
   step = tf.function(lambda x: tf.reduce_sum(tf.exp(tf.matmul(x, x, transpose_b=True,
                                                               name="gram"), name="grow")),
                      jit_compile=True)
-  cost = profile_step.compiled_cost(step, x)
+  cost = profile_step.compiled_cost(profile_step.hlo_program(step, x))
   largest = profile_step.largest_intermediates(cost["hlo_text"], 1)[0]
   size, shape, label, count = largest
   assert (size, shape.split("{")[0], label, count) == (4 * 256 * 256, "f32[256,256]", "gram", 1)
@@ -130,6 +130,6 @@ def test_recomputation_survives_a_newer_xla():
     config, feed, _, _ = benchmark_pretrain_lib.config_and_feed("small", 128, 20, 1000, 2,
                                                                 recompute)
     step = benchmark_pretrain_lib.compiled_train_step(config, feed, jit=True)
-    costs[recompute] = profile_step.compiled_cost(step, feed)
+    costs[recompute] = profile_step.compiled_cost(profile_step.hlo_program(step, feed))
   assert costs["layer"]["flops"] > 1.2 * costs["none"]["flops"]
   assert costs["layer"]["temp_bytes"] < 0.8 * costs["none"]["temp_bytes"]

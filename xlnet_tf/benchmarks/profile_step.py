@@ -50,6 +50,12 @@ _NOT_THUNKS = ("ThunkExecutor", "ThreadpoolListener", "end: ", "step", "TFE_", "
                "__inference", "Memory", "Validate", "profile_step")
 
 
+def _layers_merged(op_name: str) -> str:
+  """A TensorFlow op name with layer numbers and op-copy suffixes replaced, so the layers
+  of a kind add up: ".../layer_3/rel_attn/MatMul_1" -> ".../layer_*/rel_attn/MatMul"."""
+  return re.sub(r"_\d+(?=/|$)", "", re.sub(r"layer_\d+", "layer_*", op_name))
+
+
 def hlo_instructions(hlo_text: str):
   """{instruction name: (shape, opcode, TF op label)} of an optimized HLO module's text.
 
@@ -61,8 +67,7 @@ def hlo_instructions(hlo_text: str):
     name, shape, opcode, rest = match.groups()
     meta = _METADATA.search(rest)
     if meta:
-      label = meta.group(1) + " " + re.sub(r"_\d+(?=/|$)", "", re.sub(r"layer_\d+", "layer_*",
-                                                                  meta.group(2)))
+      label = meta.group(1) + " " + _layers_merged(meta.group(2))
     else:
       label = f"(XLA) {opcode}"
     out[name] = (shape, opcode, label)
@@ -202,9 +207,14 @@ def shape_bytes(shape: str) -> int:
   return total
 
 
-def program_size(step, feed) -> dict:
-  """The size of the compiled step as TensorFlow hands it to XLA (the unoptimized
-  HloModuleProto of `experimental_get_compiler_ir(stage="hlo_serialized")`).
+def hlo_program(step, feed) -> bytes:
+  """The compiled step as TensorFlow hands it to XLA: the unoptimized HloModuleProto of
+  `experimental_get_compiler_ir(stage="hlo_serialized")` (traced and lowered, not run)."""
+  return step.experimental_get_compiler_ir(feed)(stage="hlo_serialized")
+
+
+def program_size(proto: bytes) -> dict:
+  """The size of an `hlo_program`.
 
   program_bytes: as serialized. Most instructions' metadata names the Python file that
   made the op by its full path (TensorFlow's ops.py under this install's site-packages),
@@ -213,7 +223,6 @@ def program_size(step, feed) -> dict:
   count and the constants: how many, how many over 64 KB, the largest (bytes of its
   literal).
   """
-  proto = step.experimental_get_compiler_ir(feed)(stage="hlo_serialized")
   module = hlo_pb2.HloModuleProto()
   module.ParseFromString(proto)
   constants = []
@@ -251,7 +260,7 @@ def _label(line: str, opcode: str) -> str:
   meta = _OP_NAME.search(line)
   if not meta:
     return f"(XLA) {opcode}"
-  return re.sub(r"_\d+(?=/|$)", "", re.sub(r"layer_\d+", "layer_*", meta.group(1)))
+  return _layers_merged(meta.group(1))
 
 
 def _materialised(hlo_text: str):
@@ -292,8 +301,8 @@ def _materialised(hlo_text: str):
   return instructions
 
 
-def compiled_cost(step, feed) -> dict:
-  """XLA's cost analysis of the compiled step, and its optimized HLO text.
+def compiled_cost(proto: bytes) -> dict:
+  """XLA's cost analysis of an `hlo_program`, and its optimized HLO text.
 
   TensorFlow has no Python API for XLA's HloCostAnalysis, so the step's program (the
   `hlo_serialized` stage) is compiled for this CPU by JAX's XLA client (jaxlib; the
@@ -309,7 +318,6 @@ def compiled_cost(step, feed) -> dict:
   except ImportError as e:
     raise ImportError("the cost analysis needs jax and jaxlib (pip install -r "
                       "requirements-test.txt)") from e
-  proto = step.experimental_get_compiler_ir(feed)(stage="hlo_serialized")
   device = jax.devices("cpu")[0]
   executable = device.client.compile_and_load(_jax.mlir.hlo_to_stablehlo(proto), [device],
                                               xla_client.CompileOptions())
@@ -350,8 +358,8 @@ def print_program(name: str, mode: str, batch: int, step, feed, flops_estimate: 
                   top: int) -> dict:
   """Prints the compiled step's program size, XLA's cost analysis and its largest
   intermediates and traffic; returns the figures."""
-  size = program_size(step, feed)
-  cost = compiled_cost(step, feed)
+  proto = hlo_program(step, feed)                 # lowered once for both
+  size, cost = program_size(proto), compiled_cost(proto)
   print(f"{name}, {mode}, batch {batch}: program {size['program_bytes'] / 1e6:.2f} MB "
         f"({size['portable_program_bytes'] / 1e6:.2f} MB with paths below site-packages), "
         f"{size['instructions']} instructions, {size['constants_over_64k']} constants over "
