@@ -22,6 +22,7 @@ import atexit
 import contextlib
 import errno
 import glob
+import itertools
 import json
 import os
 import re
@@ -369,19 +370,71 @@ class DirectoryLock:
     self.release()
 
 
-# ---- temporary directories of dead processes -------------------------------------------
+# ---- writing an output whole: the one atomic writer -----------------------------------------
+
+_WRITES = itertools.count()          # this process's writes: two never share a temporary name
+
 
 def partial_path(path: str) -> str:
-  """The name this process builds the directory `path` under before renaming it:
-  `<path>.partial-<pid>@<host>` (`remove_stale_partials` recognises it)."""
-  return f"{path.rstrip('/')}.partial-{os.getpid()}@{socket.gethostname()}"
+  """The temporary name this process writes `path` (a file or a directory) under before
+  renaming it into place: `<path>.partial-<pid>-<n>@<host>`, n counting this process's
+  writes. The one scheme of the package: `remove_stale_partials` recognises it (and the
+  older `<path>.partial-<pid>@<host>`)."""
+  return (f"{path.rstrip('/')}.partial-{os.getpid()}-{next(_WRITES)}@"
+          f"{socket.gethostname()}")
 
+
+@contextlib.contextmanager
+def atomic_output(path: str) -> Iterator[str]:
+  """Yields the temporary name (`partial_path`) to write the file or directory `path`
+  under; when the block ends, renames it to `path` (replacing a file, or an empty
+  directory; a directory with contents is refused by the OS), and when it raises, removes
+  what was written. The temporaries of `path` that dead processes left are removed first.
+
+    >>> with atomic_output("out/results.json") as partial:
+    ...   write(partial)
+  """
+  path = path.rstrip("/")
+  remove_stale_partials(path)
+  partial = partial_path(path)
+  try:
+    yield partial
+    storage.rename(partial, path)
+  except BaseException:
+    if is_url(partial):
+      if storage.exists(partial):
+        storage.remove_tree(partial)
+    elif os.path.lexists(partial):
+      _remove(partial)
+    raise
+
+
+def write_bytes(path: str, data: bytes) -> None:
+  """Writes `data` to `path` whole (`atomic_output`)."""
+  with atomic_output(path) as partial:
+    with storage.open_file(partial, "wb") as f:
+      f.write(data)
+
+
+def write_text(path: str, text: str) -> None:
+  """Writes `text` (UTF-8) to `path` whole (`atomic_output`)."""
+  write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: str, values: Any, **dumps: Any) -> None:
+  """Writes `values` as JSON (`json.dumps(values, **dumps)` and a newline; default indent
+  2) to `path` whole (`atomic_output`)."""
+  dumps.setdefault("indent", 2)
+  write_text(path, json.dumps(values, **dumps) + "\n")
+
+
+# ---- temporaries of dead processes ---------------------------------------------------------
 
 def remove_stale_partials(path: str) -> List[str]:
-  """Removes the `partial_path` directories of `path` (and the temporaries nested under
-  their names) left by processes of this host that are no longer running (killed during
-  the write), with a warning naming each; a live process's, another host's or a URL's is
-  never touched. Returns the paths removed."""
+  """Removes the `partial_path` files and directories of `path` (and the temporaries nested
+  under their names) left by processes of this host that are no longer running (killed
+  during the write), with a warning naming each; a live process's, another host's or a
+  URL's is never touched. Returns the paths removed."""
   path = path.rstrip("/")
   if is_url(path):
     return []
@@ -390,7 +443,7 @@ def remove_stale_partials(path: str) -> List[str]:
     names = sorted(os.listdir(parent))
   except OSError:
     return []
-  pattern = re.compile(re.escape(base) + r"\.partial-(\d+)@(.+?)(\.partial-.*)?")
+  pattern = re.compile(re.escape(base) + r"\.partial-(\d+)(?:-\d+)?@(.+?)(\.partial-.*)?")
   host, removed = socket.gethostname(), []
   for name in names:
     match = pattern.fullmatch(name)
@@ -400,7 +453,8 @@ def remove_stale_partials(path: str) -> List[str]:
     if os.path.isdir(stale) and not os.path.islink(stale):
       shutil.rmtree(stale, ignore_errors=True)       # another run may be removing it too
     elif os.path.lexists(stale):
-      os.remove(stale)
+      with contextlib.suppress(FileNotFoundError):
+        os.remove(stale)
     logging.warning("removed %s: the unfinished output of pid %s on %s, which is no longer "
                     "running", stale, match.group(1), host)
     removed.append(stale)

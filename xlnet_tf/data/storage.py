@@ -7,9 +7,11 @@ instead of the several seconds TensorFlow's import takes (in each worker process
 
 import glob as _glob
 import hashlib
+import json
 import os
+import shutil
 import sys
-from typing import IO, List
+from typing import IO, Any, List
 
 
 def is_url(path: str) -> bool:
@@ -61,6 +63,13 @@ def sha256(path: str) -> str:
   return digest.hexdigest()
 
 
+def settings_key(values: Any) -> str:
+  """The SHA-256 (hex) of `values` as canonical JSON (sorted keys): the one key of the
+  package for what defines a cache, a shard or a stored result (file names take its first
+  16 characters)."""
+  return hashlib.sha256(json.dumps(values, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 def makedirs(path: str) -> None:
   if is_url(path):
     _gfile().makedirs(path)
@@ -73,6 +82,14 @@ def remove(path: str) -> None:
     _gfile().remove(path)
   else:
     os.remove(path)
+
+
+def remove_tree(path: str) -> None:
+  """Removes the directory `path` and everything below it."""
+  if is_url(path):
+    _gfile().rmtree(path)
+  else:
+    shutil.rmtree(path)
 
 
 def rename(source: str, target: str) -> None:
