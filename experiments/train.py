@@ -31,7 +31,7 @@ from official.common import flags as tfm_flags  # noqa: E402
 from official.core import train_utils  # noqa: E402
 
 from xlnet_tf import paths  # noqa: E402
-import xlnet_tf.tasks.experiments  # noqa: E402,F401  (registers the experiments)
+import xlnet_tf.tasks.all_tasks  # noqa: F401  (registers every task and its experiment)
 from xlnet_tf.tasks import train_lib  # noqa: E402
 from xlnet_tf.training import run_directory  # noqa: E402
 
@@ -48,7 +48,7 @@ def main(argv):
     raise SystemExit(f"train: {e}") from None
   except LookupError:                         # exp_factory: no such experiment
     raise SystemExit(f"train: --experiment {FLAGS.experiment!r} is not registered "
-                     f"(see xlnet_tf/tasks/experiments.py)") from None
+                     f"(each task module of xlnet_tf/tasks/ registers its own; all_tasks lists them)") from None
   try:
     with paths.reporting_disk_full(FLAGS.export_dir or FLAGS.model_dir,
                                    run_directory.temporaries(FLAGS.model_dir)):

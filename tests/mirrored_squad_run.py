@@ -28,7 +28,7 @@ tf.config.set_logical_device_configuration(
 from official.core import exp_factory  # noqa: E402
 from official.core import task_factory  # noqa: E402
 
-from xlnet_tf.tasks import experiments  # noqa: E402
+from xlnet_tf.tasks import squad
 from xlnet_tf.tasks import train_lib  # noqa: E402
 from xlnet_tf.training import loop  # noqa: E402
 
@@ -36,7 +36,7 @@ from xlnet_tf.training import loop  # noqa: E402
 def squad_params(spiece_model, squad_json, cache_dir, steps):
   """xlnet/squad: the tests' small_config(n_token=4000) (2 layers, d_model 16, dropout
   off), windows of 128 pieces every 64, batches of 8, Adam 1e-3 without weight decay."""
-  params = exp_factory.get_exp_config(experiments.SQUAD)
+  params = exp_factory.get_exp_config(squad.KIND.experiment)
   data = {"spiece_model": spiece_model, "cache_dir": cache_dir}
   params.override({
       "task": {
@@ -67,8 +67,7 @@ def main(spiece_model, squad_json, work, steps):
     summary = loop.train_model(
         strategy, model, optimizer,
         task.train_dataset_fn(params.task.train_data, options.grad_accum_steps),
-        options, loss_fn=task.loss_fn(), input_keys=task.INPUT_KEYS,
-        forward_fn=task.forward_fn())
+        options, loss_fn=task.loss_fn(), input_keys=task.INPUT_KEYS)
     assert summary["step"] == steps, summary
     weights[name] = [v.numpy() for v in model.weights]
     results[name] = {"losses": summary["losses"], "replicas": strategy.num_replicas_in_sync}

@@ -14,15 +14,7 @@ Example:
 import dataclasses
 import json
 import os
-from typing import Any, Dict, Mapping
-
-# Keys of the released xlnet_config.json, in the released order.
-RELEASED_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activation",
-                 "untie_r", "n_token")
-
-# Run options that may differ between runs of the same weights (`load_pretrained` overrides).
-RUN_OPTION_KEYS = ("dropout", "dropatt", "mem_len", "reuse_len", "attn_type", "bi_data",
-                   "clamp_len", "same_length", "recompute")
+from typing import Any, Dict, Mapping, Tuple
 
 # "gelu" is the tanh approximation the released checkpoints were trained with (HF "gelu_new");
 # "gelu_exact" is the erf form (HF "gelu").
@@ -37,6 +29,28 @@ RECOMPUTE_MODES = ("none", "layer")
 _HF_TO_OUR_ACTIVATION = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "gelu": "gelu_exact",
                          "relu": "relu"}
 _OUR_TO_HF_ACTIVATION = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu"}
+
+
+# What each field of `XLNetConfig` is (its metadata "role"); the field list is declared once,
+# in the class, and every other list of its names is derived from the roles
+# (`keys_of`): the released keys, the run options, and the task configs' network fields
+# (`xlnet_tf.tasks.base.network_config`).
+RELEASED = "released"        # a key of the released xlnet_config.json: the architecture
+RUN = "run"                  # a run option every task sets (dropout, recomputation)
+MEMORY = "memory"            # a run option of the memory and attention span
+DATA = "data"                # a run option the data decides (records, objective, fine-tuning)
+INITIALIZER = "initializer"  # how new weights are drawn
+NUMERICS = "numerics"        # fixed by the architecture's numerics (not a run option)
+
+
+def _field(default: Any = dataclasses.MISSING, role: str = RUN):
+  return dataclasses.field(default=default, metadata={"role": role})
+
+
+def keys_of(*roles: str) -> Tuple[str, ...]:
+  """The names of `XLNetConfig`'s fields of `roles`, in declaration order."""
+  return tuple(f.name for f in dataclasses.fields(XLNetConfig)
+               if f.metadata["role"] in roles)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,25 +85,25 @@ class XLNetConfig:
       for about a third more compute). Not a property of the weights: HuggingFace
       export leaves it out.
   """
-  n_layer: int
-  d_model: int
-  n_head: int
-  d_head: int
-  d_inner: int
-  ff_activation: str = "gelu"
-  untie_r: bool = True
-  n_token: int = 32000
-  dropout: float = 0.1
-  dropatt: float = 0.1
-  mem_len: int = 0
-  reuse_len: int = 0
-  attn_type: str = "bi"
-  bi_data: bool = False
-  clamp_len: int = -1
-  same_length: bool = False
-  initializer_range: float = 0.02
-  layer_norm_eps: float = 1e-12
-  recompute: str = "none"
+  n_layer: int = _field(role=RELEASED)
+  d_model: int = _field(role=RELEASED)
+  n_head: int = _field(role=RELEASED)
+  d_head: int = _field(role=RELEASED)
+  d_inner: int = _field(role=RELEASED)
+  ff_activation: str = _field("gelu", RELEASED)
+  untie_r: bool = _field(True, RELEASED)
+  n_token: int = _field(32000, RELEASED)
+  dropout: float = _field(0.1, RUN)
+  dropatt: float = _field(0.1, RUN)
+  mem_len: int = _field(0, MEMORY)
+  reuse_len: int = _field(0, DATA)
+  attn_type: str = _field("bi", DATA)
+  bi_data: bool = _field(False, DATA)
+  clamp_len: int = _field(-1, MEMORY)
+  same_length: bool = _field(False, MEMORY)
+  initializer_range: float = _field(0.02, INITIALIZER)
+  layer_norm_eps: float = _field(1e-12, NUMERICS)
+  recompute: str = _field("none", RUN)
 
   def __post_init__(self):
     for key in ("n_layer", "d_model", "n_head", "d_head", "d_inner", "n_token"):
@@ -243,3 +257,9 @@ class XLNetConfig:
         layer_norm_eps=self.layer_norm_eps, dropout=self.dropout,
         mem_len=self.mem_len or None, reuse_len=self.reuse_len or None,
         bi_data=self.bi_data, clamp_len=self.clamp_len, same_length=self.same_length)
+
+
+# The keys of the released xlnet_config.json, in the released order.
+RELEASED_KEYS = keys_of(RELEASED)
+# Run options that may differ between runs of the same weights (`load_pretrained` overrides).
+RUN_OPTION_KEYS = keys_of(RUN, MEMORY, DATA)

@@ -39,10 +39,8 @@ class TaskKind:
     "pretrained" (no spec file).
   card_task: the model card's task ("classification", "squad", ...), the HuggingFace
     pipeline it corresponds to.
-  experiment: the `exp_factory` experiment that trains it ("xlnet/classification"); None
-    when not trained here.
-  loss: the task's loss in the trainer's form (`trainer.LossFn`: per-micro-batch sum and
-    count); None when not trained here.
+  experiment: the `exp_factory` experiment that trains it ("xlnet/classification",
+    registered beside the record by the task's module); None when not trained here.
   export: `export(model_dir, export_dir, **options)`, the SavedModel of a model directory
     of this kind (raw text in).
   released_head: the original's head variables (`released_names`), or what this kind's
@@ -72,15 +70,11 @@ class TaskKind:
   card_head: str = ""
   max_seq_length: Optional[int] = None
   experiment: Optional[str] = None
-  loss: Optional[Callable[..., Any]] = None
 
   def __post_init__(self):
     if (self.hf_architecture_out is None) == (not self.hf_not_exportable):
       raise ValueError(f"task kind {self.name!r}: give hf_architecture_out, or None with "
                        f"hf_not_exportable saying why")
-    if (self.experiment is None) != (self.loss is None):
-      raise ValueError(f"task kind {self.name!r}: a trained kind has an experiment and a "
-                       f"loss, one that is not trained has neither")
 
   @property
   def spec_file(self) -> Optional[str]:

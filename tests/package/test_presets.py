@@ -454,13 +454,13 @@ def test_a_task_init_checkpoint_may_name_a_preset(archive, serve, tiny, tmp_path
   SentencePiece model and encoder weights from the cache (downloaded on first use)."""
   from official.core import exp_factory  # pylint: disable=g-import-not-at-top
   from official.core import task_factory  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.tasks import experiments  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.tasks import classification
   data, arrays, _ = archive
   server = serve(data)
   preset = tiny(server.url)
   monkeypatch.setenv(hub.CACHE_ENV, str(tmp_path / "cache"))
   from xlnet_tf.tasks import train_lib  # pylint: disable=g-import-not-at-top
-  params = exp_factory.get_exp_config(experiments.CLASSIFICATION)
+  params = exp_factory.get_exp_config(classification.KIND.experiment)
   params.override({"task": {"init_checkpoint": preset.name}})
   with pytest.raises(ValueError, match="names a preset: resolve it"):   # the driver does
     task_factory.get_task(params.task).xlnet_config()

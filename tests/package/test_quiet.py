@@ -31,7 +31,7 @@ from xlnet_tf import model_directory
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf import save_pretrained
 from xlnet_tf.models.xlnet_classifier import build_classifier
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import classification
 from xlnet_tf.tasks import train_lib
 from xlnet_tf.training import model_functions
 
@@ -274,7 +274,7 @@ def test_classification_evaluates_with_one_trace(spiece_model, tmp_path, monkeyp
   """Three evaluations (dev, test, dev; two batches each, the second smaller) trace the
   model once, set off no retracing warning, and give the same numbers for the same split."""
   params = train_lib.parse_params(
-      experiments.CLASSIFICATION, [CLASSIFICATION_DEMO],
+      classification.KIND.experiment, [CLASSIFICATION_DEMO],
       f"task.train_data.spiece_model={spiece_model},"
       f"task.validation_data.spiece_model={spiece_model},"
       f"task.train_data.cache_dir={tmp_path},task.validation_data.cache_dir={tmp_path},"

@@ -108,11 +108,11 @@ def _init_dir(tmp_path, text):
 ])
 def test_a_task_refuses_an_init_checkpoint_of_other_text_before_any_work(
     spiece_model, tmp_path, text, uncased, message):
-  from xlnet_tf.tasks import experiments  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.tasks import classification
   from xlnet_tf.tasks import train_lib as driver  # pylint: disable=g-import-not-at-top
   init = _init_dir(tmp_path, text)
   params = driver.parse_params(
-      experiments.CLASSIFICATION, [DEMO],
+      classification.KIND.experiment, [DEMO],
       f"task.init_checkpoint={init},task.uncased={str(uncased).lower()},"
       f"task.train_data.spiece_model={spiece_model},"
       f"task.validation_data.spiece_model={spiece_model}")
@@ -124,13 +124,13 @@ def test_a_task_refuses_an_init_checkpoint_of_other_text_before_any_work(
 
 def test_a_task_takes_an_init_checkpoint_of_its_text_or_recording_none(spiece_model, tmp_path):
   from official.core import task_factory  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.tasks import experiments  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.tasks import classification
   from xlnet_tf.tasks import train_lib as driver  # pylint: disable=g-import-not-at-top
   for name, text, uncased in (("same", {"uncased": True, "keep_accents": False}, True),
                               ("none", None, True)):
     init = _init_dir(tmp_path / name, text)
     params = driver.parse_params(
-        experiments.CLASSIFICATION, [DEMO],
+        classification.KIND.experiment, [DEMO],
         f"task.init_checkpoint={init},task.uncased={str(uncased).lower()},"
         f"task.train_data.spiece_model={spiece_model},"
         f"task.validation_data.spiece_model={spiece_model}")

@@ -19,7 +19,8 @@ from experiments import strategy_flags
 from helpers import small_config
 from xlnet_tf import model_directory
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import classification
+from xlnet_tf.tasks import pretraining
 from xlnet_tf.tasks import train_lib as driver
 from xlnet_tf.training import loop
 from xlnet_tf.training import run_directory
@@ -38,7 +39,7 @@ def _spiece_override(spiece_model, cache_dir=None):
 
 
 def _demo_params(spiece_model, override=""):
-  return driver.parse_params(experiments.CLASSIFICATION, [DEMO],
+  return driver.parse_params(classification.KIND.experiment, [DEMO],
                              _spiece_override(spiece_model) + override)
 
 
@@ -84,7 +85,7 @@ def test_the_device_check_is_where_every_strategy_is_built():
   assert not hasattr(strategy_flags, "strategy_from_flags")
   gpus = len(tf.config.list_physical_devices("GPU"))
   params = driver.parse_params(
-      experiments.PRETRAINING,
+      pretraining.KIND.experiment,
       params_override={"runtime": {"distribution_strategy": "one_device",
                                    "num_gpus": gpus + 1}})
   with pytest.raises(driver.ConfigError, match=f"sees {gpus} on this machine"):
@@ -138,7 +139,7 @@ def test_broken_empty_or_directory_config_files_are_named(tmp_path):
       (listed, f"--config_file {listed} holds a list; expected a YAML mapping"),
       (tmp_path, f"--config_file {tmp_path} is a directory; expected a YAML file")):
     with pytest.raises(driver.ConfigError) as raised:
-      driver.parse_params(experiments.CLASSIFICATION, [DEMO, str(path)])
+      driver.parse_params(classification.KIND.experiment, [DEMO, str(path)])
     assert str(raised.value).startswith(message)
 
 
@@ -147,13 +148,13 @@ def test_an_override_that_is_neither_pairs_nor_a_file_is_named(tmp_path):
   for override in ("task.model.n_layer", "task.model.n_layer=2,trainer"):
     with pytest.raises(driver.ConfigError, match=(
         f"--params_override '{override}' is neither key=value pairs")):
-      driver.parse_params(experiments.CLASSIFICATION, [DEMO], override)
+      driver.parse_params(classification.KIND.experiment, [DEMO], override)
   # What works still works: pairs, a YAML mapping, a YAML file.
   as_file = tmp_path / "override.yaml"
   as_file.write_text("trainer:\n  train_steps: 7\n")
   for override, steps in (("trainer.train_steps=5", 5), ("{trainer: {train_steps: 6}}", 6),
                           (str(as_file), 7)):
-    assert driver.parse_params(experiments.CLASSIFICATION, [DEMO],
+    assert driver.parse_params(classification.KIND.experiment, [DEMO],
                                override).trainer.train_steps == steps
 
 
@@ -217,9 +218,9 @@ def test_eval_of_a_directory_trained_with_another_model_lists_the_settings(spiec
   run_dir = str(tmp_path / "run")
   cache = str(tmp_path / "features")
   override = _spiece_override(spiece_model, cache) + ",trainer.train_steps=3"
-  trained = driver.parse_params(experiments.CLASSIFICATION, [DEMO], override)
+  trained = driver.parse_params(classification.KIND.experiment, [DEMO], override)
   driver.run(trained, "train", run_dir)
-  other = driver.parse_params(experiments.CLASSIFICATION, [DEMO],
+  other = driver.parse_params(classification.KIND.experiment, [DEMO],
                               override + ",task.model.n_layer=2")
   results = os.path.join(run_dir, "eval_results_dev.json")
   with pytest.raises(run_directory.RunSettingsError) as raised:
@@ -228,7 +229,7 @@ def test_eval_of_a_directory_trained_with_another_model_lists_the_settings(spiec
   assert "config.n_layer: 1 in the directory, 2 now" in str(raised.value)
   assert not os.path.exists(results)
   # The same settings evaluate; settings that do not shape the model may differ.
-  same = driver.parse_params(experiments.CLASSIFICATION, [DEMO],
+  same = driver.parse_params(classification.KIND.experiment, [DEMO],
                              override + ",task.optimization.learning_rate=0.5")
   assert driver.run(same, "eval", run_dir)["eval"]["step"] == 3
   assert os.path.exists(results)
@@ -281,9 +282,9 @@ def test_max_checkpoints_zero_keeps_every_checkpoint(tmp_path):
   """Before: ValueError: --max_checkpoints must be >= 1, got 0 (the docs said 0 keeps them
   all; only the released --max_save=0 did)."""
   loop.RunOptions(model_dir=str(tmp_path), train_steps=4, max_checkpoints=0)
-  pretraining = exp_factory.get_exp_config(experiments.PRETRAINING)   # its own defaults
-  pretraining.override({"trainer": {"train_steps": 4, "max_to_keep": 0}})
-  assert driver.run_options(pretraining, str(tmp_path)).max_checkpoints == 0
+  params = exp_factory.get_exp_config(pretraining.KIND.experiment)   # its own defaults
+  params.override({"trainer": {"train_steps": 4, "max_to_keep": 0}})
+  assert driver.run_options(params, str(tmp_path)).max_checkpoints == 0
   with pytest.raises(ValueError, match="--max_checkpoints must be >= 1, or 0 to keep every "
                                        "checkpoint, got -1"):
     loop.RunOptions(model_dir=str(tmp_path), train_steps=4, max_checkpoints=-1)
@@ -297,7 +298,7 @@ def test_max_checkpoints_zero_keeps_every_checkpoint(tmp_path):
                 if p.endswith(".index")) == [1, 2, 3, 4, 5, 6]
   with open(os.path.join(ROOT, "docs", "fine-tuning.md"), encoding="utf-8") as f:
     assert "`--max_checkpoints` (0 keeps every checkpoint)" in f.read()
-  params = driver.parse_params(experiments.CLASSIFICATION, [DEMO], "trainer.max_to_keep=0")
+  params = driver.parse_params(classification.KIND.experiment, [DEMO], "trainer.max_to_keep=0")
   assert driver.run_options(params, str(tmp_path)).max_checkpoints == 0
 
 

@@ -18,14 +18,18 @@ from data_prep import train_sentencepiece
 from helpers import CORPUS_GLOB
 from helpers import PRETRAIN_SETTINGS
 from helpers import write_race_sample
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import classification
+from xlnet_tf.tasks import pretraining
+from xlnet_tf.tasks import race
+from xlnet_tf.tasks import squad
+from xlnet_tf.tasks import tagging
 from xlnet_tf.tasks import train_lib as driver
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIGS = os.path.join(ROOT, "experiments", "configs")
-FINETUNING = {experiments.CLASSIFICATION: "classification_demo.yaml",
-              experiments.SQUAD: "squad_demo.yaml", experiments.RACE: "race_demo.yaml",
-              experiments.TAGGING: "tagging_demo.yaml"}
+FINETUNING = {classification.KIND.experiment: "classification_demo.yaml",
+              squad.KIND.experiment: "squad_demo.yaml", race.KIND.experiment: "race_demo.yaml",
+              tagging.KIND.experiment: "tagging_demo.yaml"}
 
 
 @pytest.fixture(scope="module")
@@ -46,14 +50,14 @@ def _records(directory, spiece, **rows):
 
 def _pretraining(train, validation, override=""):
   return driver.parse_params(
-      experiments.PRETRAINING, [os.path.join(CONFIGS, "pretraining_demo.yaml")],
+      pretraining.KIND.experiment, [os.path.join(CONFIGS, "pretraining_demo.yaml")],
       f"task.train_data.input_path={train},task.validation_data.input_path={validation}"
       + override)
 
 
 def _finetuning(experiment, spiece, validation_spiece, tmp_path, override=""):
   data = ""
-  if experiment == experiments.RACE:
+  if experiment == race.KIND.experiment:
     write_race_sample(tmp_path / "RACE", splits=("train", "dev"))
     data = f"task.data_dir={tmp_path / 'RACE'},"
   cache = tmp_path / "features"
@@ -117,14 +121,14 @@ def test_finetuning_validation_data_of_another_tokenizer_is_refused(
 # ---- lengths that leave no room for text ---------------------------------------------------
 
 @pytest.mark.parametrize("experiment, override, message", [
-    (experiments.CLASSIFICATION, "task.max_seq_length=2",
+    (classification.KIND.experiment, "task.max_seq_length=2",
      "task.max_seq_length must be >= 3 (a piece of text in text <sep> <cls>), got 2"),
-    (experiments.CLASSIFICATION, "task.task_name=mrpc,task.max_seq_length=4",
+    (classification.KIND.experiment, "task.task_name=mrpc,task.max_seq_length=4",
      "task.max_seq_length must be >= 5 (a piece of each text in a <sep> b <sep> <cls>), "
      "got 4"),
-    (experiments.TAGGING, "task.max_seq_length=2",
+    (tagging.KIND.experiment, "task.max_seq_length=2",
      "task.max_seq_length must be >= 3 (a piece of text in text <sep> <cls>), got 2"),
-    (experiments.RACE, "task.max_seq_length=16",
+    (race.KIND.experiment, "task.max_seq_length=16",
      "task.max_seq_length (16) leaves no room for the article after max_qa_length (16) "
      "and 3 special tokens (article <sep> qa <sep> <cls>); give max_seq_length >= 20 or a "
      "smaller max_qa_length"),

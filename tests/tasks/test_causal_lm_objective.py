@@ -32,7 +32,7 @@ from xlnet_tf.data import classifier_features
 from xlnet_tf.data import classifier_tasks
 from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import pretraining
 from xlnet_tf.tasks import train_lib
 from xlnet_tf.tasks.pretraining import MODEL_INPUTS
 from xlnet_tf.tasks.pretraining import pretraining_loss
@@ -157,7 +157,7 @@ def test_driver_trains_clm_resume_keeps_it_and_its_model_directory_fine_tunes(
   records, _ = pretraining_records
   run = os.fspath(tmp_path / "run")
   params = train_lib.parse_params(
-      experiments.PRETRAINING, [os.path.join(CONFIGS, "pretraining_demo.yaml")],
+      pretraining.KIND.experiment, [os.path.join(CONFIGS, "pretraining_demo.yaml")],
       f"task.train_data.input_path={records},task.optimization.objective=clm,"
       f"task.model.dropout=0.0,task.model.dropatt=0.0,task.optimization.learning_rate=1e-2,"
       f"trainer.train_steps=8,trainer.steps_per_loop=1,trainer.checkpoint_interval=8")

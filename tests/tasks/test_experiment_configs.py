@@ -10,15 +10,20 @@ from official.core import task_factory
 
 import helpers
 from xlnet_tf.configs import XLNetConfig
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import classification
+from xlnet_tf.tasks import pretraining
+from xlnet_tf.tasks import race
+from xlnet_tf.tasks import ranking
+from xlnet_tf.tasks import squad
+from xlnet_tf.tasks import tagging
 from xlnet_tf.tasks import train_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, "experiments", "configs", "*.yaml")))
-EXPERIMENT_OF_PREFIX = {"classification": experiments.CLASSIFICATION,
-                        "pretraining": experiments.PRETRAINING,
-                        "squad": experiments.SQUAD, "race": experiments.RACE,
-                        "tagging": experiments.TAGGING, "ranking": experiments.RANKING}
+EXPERIMENT_OF_PREFIX = {"classification": classification.KIND.experiment,
+                        "pretraining": pretraining.KIND.experiment,
+                        "squad": squad.KIND.experiment, "race": race.KIND.experiment,
+                        "tagging": tagging.KIND.experiment, "ranking": ranking.KIND.experiment}
 SIZES = {"base": (12, 768), "large": (24, 1024), "small": (2, 128)}
 
 
@@ -51,7 +56,7 @@ def test_every_yaml_parses_and_builds_its_task(spiece_model, pretraining_records
     experiment = EXPERIMENT_OF_PREFIX[name.split("_")[0]]
     size = next((s for s in SIZES if f"_{s}" in name), None)
     override = []
-    if experiment == experiments.PRETRAINING:
+    if experiment == pretraining.KIND.experiment:
       override.append(f"task.train_data.input_path={pretraining_records[0]}")
     else:
       override += [f"task.train_data.spiece_model={spiece_model}",
@@ -59,14 +64,14 @@ def test_every_yaml_parses_and_builds_its_task(spiece_model, pretraining_records
       if size:
         override.append("task.init_checkpoint=" +
                         _stand_in_checkpoint(str(tmp_path / size), size))
-    if experiment == experiments.RACE:
+    if experiment == race.KIND.experiment:
       override.append(f"task.data_dir={race_dir}")
-    if experiment == experiments.SQUAD and size:
+    if experiment == squad.KIND.experiment and size:
       sample = os.path.join(ROOT, "data_prep", "sample_data", "qa", "squad.json")
       override += [f"task.train_file={sample}", f"task.predict_file={sample}"]
-    if experiment == experiments.CLASSIFICATION and size:
+    if experiment == classification.KIND.experiment and size:
       override.append("task.task_name=movie_reviews")     # its data is bundled
-    if experiment == experiments.RANKING and not size:
+    if experiment == ranking.KIND.experiment and not size:
       override.append(f"task.init_checkpoint={tiny_pretrained}")   # make demo's model
     override.append("task.model.recompute=layer")       # every task has the option
     params = train_lib.parse_params(experiment, [path], ",".join(override))
@@ -81,14 +86,14 @@ def test_every_yaml_parses_and_builds_its_task(spiece_model, pretraining_records
 
 
 def _demo_override(experiment, spiece_model, records, race_dir, tmp_path):
-  if experiment == experiments.PRETRAINING:
+  if experiment == pretraining.KIND.experiment:
     return (f"task.train_data.input_path={records},"
             f"task.validation_data.input_path={records}")
   override = (f"task.train_data.spiece_model={spiece_model},"
               f"task.validation_data.spiece_model={spiece_model}")
-  if experiment == experiments.RACE:
+  if experiment == race.KIND.experiment:
     override += f",task.data_dir={race_dir}"
-  if experiment == experiments.RANKING:       # a tiny model over 12 chapters' passages
+  if experiment == ranking.KIND.experiment:       # a tiny model over 12 chapters' passages
     files = helpers.write_ranking_sample(tmp_path / "collection")
     model_dir = helpers.write_pretrained_dir(tmp_path / "pretrained", spiece_model)
     override += (f",task.init_checkpoint={model_dir},task.documents={files['documents']},"
@@ -111,7 +116,7 @@ def test_every_task_trains_in_bfloat16_with_gradient_accumulation(
   for experiment in sorted(EXPERIMENT_OF_PREFIX.values()):
     demo = os.path.join(ROOT, "experiments", "configs",
                         f"{experiment.split('/')[1]}_demo.yaml")
-    accumulate = 1 if experiment == experiments.PRETRAINING else 2
+    accumulate = 1 if experiment == pretraining.KIND.experiment else 2
     override = (_demo_override(experiment, spiece_model, pretraining_records[0], race_dir,
                                tmp_path) +
                 ",trainer.train_steps=2,trainer.steps_per_loop=1,"

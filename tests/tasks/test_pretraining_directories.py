@@ -18,7 +18,7 @@ from official.core import exp_factory
 from official.core import task_factory
 from xlnet_tf import model_directory
 from xlnet_tf import pretrained
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import pretraining
 from xlnet_tf.tasks import train_lib
 
 
@@ -33,7 +33,7 @@ def uncased_records(spiece_model, tmp_path_factory):
 
 
 def test_final_and_best_are_one_kind_of_directory(uncased_records, tmp_path):
-  params = exp_factory.get_exp_config(experiments.PRETRAINING)
+  params = exp_factory.get_exp_config(pretraining.KIND.experiment)
   params.override({
       "task": {"model": {"n_layer": 1, "d_model": 16, "n_head": 2, "d_head": 8,
                          "d_inner": 32, "mem_len": 8, "dropout": 0.0, "dropatt": 0.0},
@@ -61,7 +61,7 @@ def test_final_and_best_are_one_kind_of_directory(uncased_records, tmp_path):
 
 def test_the_old_key_init_std_is_read_as_initializer_range_with_its_new_name(
     uncased_records, caplog):
-  params = exp_factory.get_exp_config(experiments.PRETRAINING)
+  params = exp_factory.get_exp_config(pretraining.KIND.experiment)
   params.override({"task": {"train_data": {"input_path": uncased_records},
                             "model": {"init_std": 0.05}}})
   task = task_factory.get_task(params.task)

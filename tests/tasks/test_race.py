@@ -16,7 +16,7 @@ from helpers import small_config
 from xlnet_tf.data import race
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.tokenization import CLS_ID, SEP_ID
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import race as race_task
 from xlnet_tf.tasks import train_lib as driver
 
 
@@ -110,7 +110,7 @@ def test_small_model_learns_constructed_race_above_chance(spiece_model, tmp_path
   config = small_config(n_token=4000, d_model=64, n_head=4, d_head=16, d_inner=128,
                         dropout=0.1, dropatt=0.1)
   data = f"spiece_model={spiece_model},cache_dir={tmp_path / 'features'}"
-  params = driver.parse_params(experiments.RACE, None, ",".join([
+  params = driver.parse_params(race_task.KIND.experiment, None, ",".join([
       f"task.data_dir={tmp_path / 'RACE'}", "task.levels=[middle]",
       "task.max_seq_length=64", "task.max_qa_length=16",
       *(f"task.model.{k}={getattr(config, k)}" for k in (

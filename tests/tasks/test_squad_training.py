@@ -17,7 +17,7 @@ from xlnet_tf.data import feature_cache
 from xlnet_tf.data import squad
 from xlnet_tf.evaluation import squad_metrics
 from xlnet_tf.evaluation import squad_postprocess
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import squad as squad_task
 from xlnet_tf.tasks import train_lib as driver
 
 SQUAD = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -48,7 +48,7 @@ def test_overfits_real_questions_and_learns_the_null_answer(spiece_model, tmp_pa
   data = f"spiece_model={spiece_model},cache_dir={cache}"
 
   def params(global_batch_size):
-    return driver.parse_params(experiments.SQUAD, None, ",".join([
+    return driver.parse_params(squad_task.KIND.experiment, None, ",".join([
         f"task.train_file={v2}", f"task.predict_file={v2}", "task.max_seq_length=192",
         "task.doc_stride=64", "task.max_query_length=32", "task.start_n_top=3",
         "task.end_n_top=3",

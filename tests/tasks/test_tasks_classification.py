@@ -20,7 +20,6 @@ from xlnet_tf.data import classifier_features
 from xlnet_tf.data import classifier_tasks
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks import classification
-from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import train_lib as driver
 from xlnet_tf.training import run_directory
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
@@ -32,7 +31,7 @@ DEMO = os.path.join(ROOT, "experiments", "configs", "classification_demo.yaml")
 
 def _demo_params(spiece_model, cache_dir, override=""):
   return driver.parse_params(
-      experiments.CLASSIFICATION, [DEMO],
+      classification.KIND.experiment, [DEMO],
       f"task.train_data.spiece_model={spiece_model},"
       f"task.validation_data.spiece_model={spiece_model},"
       f"task.train_data.cache_dir={cache_dir},task.validation_data.cache_dir={cache_dir}"
@@ -55,7 +54,7 @@ def test_every_yaml_parses_and_builds_its_task(tmp_path):
   base = XLNetConfig(n_layer=12, d_model=768, n_head=12, d_head=64, d_inner=3072)
   base.to_json_file(str(tmp_path / "xlnet_config.json"))       # a stand-in base checkpoint
   for path in CONFIGS:
-    params = driver.parse_params(experiments.CLASSIFICATION, [path],
+    params = driver.parse_params(classification.KIND.experiment, [path],
                                  f"task.init_checkpoint={tmp_path}"
                                  if "base_glue" in path else None)
     task = task_factory.get_task(params.task)
@@ -72,12 +71,12 @@ def test_every_yaml_parses_and_builds_its_task(tmp_path):
 
 def test_a_typo_in_a_config_key_is_an_error_naming_it(tmp_path):
   with pytest.raises(KeyError, match="lerning_rate"):
-    driver.parse_params(experiments.CLASSIFICATION, [DEMO],
+    driver.parse_params(classification.KIND.experiment, [DEMO],
                         "task.optimization.lerning_rate=0.1")
   bad = tmp_path / "bad.yaml"
   bad.write_text("task:\n  modle:\n    n_layer: 2\n")
   with pytest.raises(KeyError, match="modle"):
-    driver.parse_params(experiments.CLASSIFICATION, [DEMO, str(bad)])
+    driver.parse_params(classification.KIND.experiment, [DEMO, str(bad)])
   # The command line says the same and fails.
   result = subprocess.run(
       [sys.executable, "-m", "experiments.train", "--experiment=xlnet/classification",
@@ -104,7 +103,7 @@ def test_a_typo_in_a_config_key_is_an_error_naming_it(tmp_path):
 def test_a_mismatched_size_and_checkpoint_are_refused(tmp_path):
   XLNetConfig(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32).to_json_file(
       str(tmp_path / "xlnet_config.json"))
-  params = driver.parse_params(experiments.CLASSIFICATION, [DEMO],
+  params = driver.parse_params(classification.KIND.experiment, [DEMO],
                                f"task.init_checkpoint={tmp_path}")
   with pytest.raises(ValueError, match="n_layer=1 differs"):
     task_factory.get_task(params.task).xlnet_config()

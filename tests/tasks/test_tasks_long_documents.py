@@ -27,7 +27,6 @@ from xlnet_tf.data import document_features
 from xlnet_tf.data import tokenization
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.tasks import classification
-from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import train_lib as driver
 from xlnet_tf.training import optimization
 from xlnet_tf.training import run_directory
@@ -44,7 +43,7 @@ PAD_ID, PAD_SEGMENT = 0, 4                       # the classifier's padding, wri
 def _params(spiece_model, tmp_path, override="", config=LONG_DEMO):
   cache = tmp_path / "features"
   return driver.parse_params(
-      experiments.CLASSIFICATION, [config],
+      classification.KIND.experiment, [config],
       f"task.train_data.spiece_model={spiece_model},"
       f"task.validation_data.spiece_model={spiece_model},"
       f"task.train_data.cache_dir={cache},task.validation_data.cache_dir={cache},"

@@ -15,7 +15,6 @@ from helpers import serve_fresh
 from xlnet_tf import pretrained
 from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.models.losses import target_cross_entropy
-from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import pretraining
 from xlnet_tf.tasks import train_lib
 from xlnet_tf.training import run_directory
@@ -26,7 +25,7 @@ DEMO = os.path.join(ROOT, "experiments", "configs", "pretraining_demo.yaml")
 
 def _params(records, override=""):
   return train_lib.parse_params(
-      experiments.PRETRAINING, [DEMO],
+      pretraining.KIND.experiment, [DEMO],
       f"task.train_data.input_path={records},task.validation_data.input_path={records}"
       + override)
 
@@ -35,7 +34,7 @@ def test_every_pretraining_yaml_parses_and_builds_its_task(pretraining_records):
   records, _ = pretraining_records
   for path in sorted(glob.glob(os.path.join(ROOT, "experiments", "configs",
                                             "pretraining_*.yaml"))):
-    params = train_lib.parse_params(experiments.PRETRAINING, [path],
+    params = train_lib.parse_params(pretraining.KIND.experiment, [path],
                                     f"task.train_data.input_path={records}")
     task = task_factory.get_task(params.task)
     assert isinstance(task, pretraining.PretrainingTask)
@@ -50,7 +49,7 @@ def test_every_pretraining_yaml_parses_and_builds_its_task(pretraining_records):
       assert params.task.optimization.adam_bias_correction == "always"
     else:
       assert task.build_model().config.n_layer == 1
-  assert exp_factory.get_exp_config(experiments.PRETRAINING).task.optimization.min_lr_ratio \
+  assert exp_factory.get_exp_config(pretraining.KIND.experiment).task.optimization.min_lr_ratio \
       == 0.001
 
 

@@ -30,7 +30,6 @@ from xlnet_tf.models.xlnet_multiple_choice import OPTION_INPUTS
 from xlnet_tf.models.xlnet_multiple_choice import XLNetMultipleChoice
 from xlnet_tf.serving import race_export
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
-from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import race as race_task
 from xlnet_tf.tasks import train_lib as driver
 from xlnet_tf.training import run_directory
@@ -51,7 +50,7 @@ def race_dir(tmp_path_factory):
 
 def _demo_params(spiece_model, data_dir, cache_dir, override=""):
   return driver.parse_params(
-      experiments.RACE, [DEMO],
+      race_task.KIND.experiment, [DEMO],
       f"task.data_dir={data_dir},"
       f"task.train_data.spiece_model={spiece_model},"
       f"task.validation_data.spiece_model={spiece_model},"
@@ -93,7 +92,7 @@ def test_every_race_yaml_parses_and_builds_its_task(tmp_path, spiece_model, race
   large = XLNetConfig(n_layer=24, d_model=1024, n_head=16, d_head=64, d_inner=4096)
   large.to_json_file(str(tmp_path / "xlnet_config.json"))      # a stand-in Large checkpoint
   for path in CONFIGS:
-    params = driver.parse_params(experiments.RACE, [path],
+    params = driver.parse_params(race_task.KIND.experiment, [path],
                                  f"task.init_checkpoint={tmp_path}"
                                  if "large" in path else None)
     task = task_factory.get_task(params.task)
@@ -108,7 +107,7 @@ def test_every_race_yaml_parses_and_builds_its_task(tmp_path, spiece_model, race
       model = task.build_model()
       assert isinstance(model, XLNetMultipleChoice) and config.n_layer == 1
   # The demo needs a data directory: training without one is refused before any work.
-  params = driver.parse_params(experiments.RACE, [DEMO],
+  params = driver.parse_params(race_task.KIND.experiment, [DEMO],
                                f"task.train_data.spiece_model={spiece_model}")
   with pytest.raises(driver.ConfigError, match="task.data_dir is empty"):
     driver.run(params, "train", str(tmp_path / "run"))

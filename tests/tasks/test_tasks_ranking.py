@@ -22,7 +22,7 @@ from xlnet_tf import model_directory
 from xlnet_tf.models.xlnet_ranker import RankerSpec
 from xlnet_tf.models.xlnet_ranker import XLNetRanker
 from xlnet_tf.models.xlnet_ranker import build_ranker
-from xlnet_tf.tasks import experiments  # noqa: F401  (registers the experiments)
+import xlnet_tf.tasks.all_tasks  # noqa: F401  (registers every task and its experiment)
 from xlnet_tf.tasks import ranking
 from xlnet_tf.tasks import train_lib
 

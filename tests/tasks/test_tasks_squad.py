@@ -21,7 +21,6 @@ from xlnet_tf.data import squad
 from xlnet_tf.data import tokenization
 from xlnet_tf.evaluation import squad_metrics
 from xlnet_tf.evaluation import squad_postprocess
-from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import squad as squad_task
 from xlnet_tf.tasks import train_lib as driver
 from xlnet_tf.training import run_directory
@@ -35,7 +34,7 @@ SAMPLE = os.path.join(ROOT, "data_prep", "sample_data", "qa", "squad.json")
 def _demo_params(spiece_model, cache_dir, override="", predict_file=SAMPLE,
                  train_file=SAMPLE):
   return driver.parse_params(
-      experiments.SQUAD, [DEMO],
+      squad_task.KIND.experiment, [DEMO],
       f"task.train_file={train_file},task.predict_file={predict_file},"
       f"task.train_data.spiece_model={spiece_model},"
       f"task.validation_data.spiece_model={spiece_model},"
@@ -109,7 +108,7 @@ def test_every_squad_yaml_parses_and_builds_its_task(tmp_path, spiece_model):
   large.to_json_file(str(tmp_path / "xlnet_config.json"))     # a stand-in large checkpoint
   for path in CONFIGS:
     is_large = "v2_large" in path
-    params = driver.parse_params(experiments.SQUAD, [path],
+    params = driver.parse_params(squad_task.KIND.experiment, [path],
                                  f"task.init_checkpoint={tmp_path}" if is_large
                                  else f"task.train_file={SAMPLE}")
     task = task_factory.get_task(params.task)
@@ -133,7 +132,7 @@ def test_demo_config_finds_the_bundled_sample_from_any_directory(tmp_path, monke
   found through the package), not a path relative to the checkout: it works from another
   working directory, as from an installed package."""
   monkeypatch.chdir(tmp_path)
-  params = driver.parse_params(experiments.SQUAD, [DEMO], "")
+  params = driver.parse_params(squad_task.KIND.experiment, [DEMO], "")
   assert params.task.train_file == params.task.predict_file == "sample_data:qa/squad.json"
   task = task_factory.get_task(params.task)
   for data in (params.task.train_data, params.task.validation_data):
@@ -333,7 +332,7 @@ def test_run_squad_takes_the_released_flag_names(spiece_model, tmp_path):
        "--dropatt=0"], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
   assert result.returncode == 0, result.stderr[-3000:]
   assert sorted(glob.glob(str(model_dir / "ckpt-*.index"))) == [str(model_dir / "ckpt-6.index")]
-  params = driver.parse_params(experiments.SQUAD, [str(model_dir / "params.yaml")])
+  params = driver.parse_params(squad_task.KIND.experiment, [str(model_dir / "params.yaml")])
   assert (params.trainer.steps_per_loop, params.trainer.checkpoint_interval,
           params.trainer.max_to_keep) == (3, 3, 1)
   assert params.task.init_checkpoint == "" and params.task.model.d_model == 32

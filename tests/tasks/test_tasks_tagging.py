@@ -18,7 +18,6 @@ from xlnet_tf.data import brown
 from xlnet_tf.data import tagging_features
 from xlnet_tf.data import tokenization
 from xlnet_tf.evaluation import tagging_metrics
-from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import tagging
 from xlnet_tf.tasks import train_lib as driver
 from xlnet_tf.training import run_directory
@@ -31,7 +30,7 @@ DEMO = os.path.join(ROOT, "experiments", "configs", "tagging_demo.yaml")
 
 def _demo_params(spiece_model, cache_dir, override=""):
   return driver.parse_params(
-      experiments.TAGGING, [DEMO],
+      tagging.KIND.experiment, [DEMO],
       f"task.train_data.spiece_model={spiece_model},"
       f"task.validation_data.spiece_model={spiece_model},"
       f"task.train_data.cache_dir={cache_dir},task.validation_data.cache_dir={cache_dir}"
@@ -65,7 +64,7 @@ def test_every_tagging_yaml_parses_and_builds_its_task(tmp_path):
   base.to_json_file(str(tmp_path / "xlnet_config.json"))       # a stand-in base checkpoint
   for path in CONFIGS:
     is_base = "brown_base" in path
-    params = driver.parse_params(experiments.TAGGING, [path],
+    params = driver.parse_params(tagging.KIND.experiment, [path],
                                  f"task.init_checkpoint={tmp_path}" if is_base else None)
     task = task_factory.get_task(params.task)
     assert isinstance(task, tagging.TaggingTask)

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from helpers import small_config
 from xlnet_tf.data import classifier_tasks
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import classification
 from xlnet_tf.tasks import train_lib as driver
 from xlnet_tf.training import collapse
 from xlnet_tf.training import run_directory
@@ -36,7 +36,7 @@ CAUSES = ("likely causes: a pretrained model that learnt no context (its held-ou
 
 def _params(spiece_model, cache_dir, override):
   return driver.parse_params(
-      experiments.CLASSIFICATION, [DEMO],
+      classification.KIND.experiment, [DEMO],
       f"task.train_data.spiece_model={spiece_model},"
       f"task.validation_data.spiece_model={spiece_model},"
       f"task.train_data.cache_dir={cache_dir},task.validation_data.cache_dir={cache_dir},"

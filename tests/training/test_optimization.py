@@ -26,7 +26,7 @@ from helpers import small_config
 from xlnet_tf import released_names
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import pretraining
 from xlnet_tf.tasks import train_lib
 from xlnet_tf.training import loop
 from xlnet_tf.training import optimization
@@ -259,7 +259,7 @@ def test_released_gradient_scaling_touches_only_the_layers():
 def _pretraining_options(**optimization_changes) -> loop.RunOptions:
   """The run options of the pretraining experiment (its task.optimization defaults: the
   paper's and the released train.py's), with `optimization_changes`."""
-  params = exp_factory.get_exp_config(experiments.PRETRAINING)
+  params = exp_factory.get_exp_config(pretraining.KIND.experiment)
   params.override({"task": {"optimization": optimization_changes},
                    "trainer": {"train_steps": 10}})
   return train_lib.run_options(params, "unused")

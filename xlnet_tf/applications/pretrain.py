@@ -16,7 +16,7 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
-import xlnet_tf.tasks.experiments  # noqa: F401  (registers the experiments)
+import xlnet_tf.tasks.all_tasks  # noqa: F401  (registers every task and its experiment)
 from xlnet_tf import configs
 from xlnet_tf import paths
 from xlnet_tf.data import pretrain_reader

@@ -17,7 +17,7 @@ from absl import flags
 from official.core import task_factory
 import tensorflow as tf
 
-import xlnet_tf.tasks.experiments  # noqa: F401  (registers the experiments)
+import xlnet_tf.tasks.all_tasks  # noqa: F401  (registers every task and its experiment)
 from xlnet_tf import model_directory
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig

@@ -22,7 +22,7 @@ from xlnet_tf import model_directory
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import race
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import race as race_task
 from xlnet_tf.tasks import released_flags
 from xlnet_tf.tasks import train_lib
 from xlnet_tf.training import loop
@@ -56,7 +56,7 @@ def experiment_params(values: flags.FlagValues):
     config = XLNetConfig.from_json_file(config_path)
     model.update({key: getattr(config, key) for key in RELEASED_KEYS})
   cache_dir = os.path.join(values.output_dir, "features") if values.output_dir else ""
-  params = exp_factory.get_exp_config(experiments.RACE)
+  params = exp_factory.get_exp_config(race_task.KIND.experiment)
   params.override({
       "runtime": released_flags.runtime_override(values),
       "task": {

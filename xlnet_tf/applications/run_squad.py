@@ -22,7 +22,7 @@ from xlnet_tf import model_directory
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import sample_data
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import squad
 from xlnet_tf.tasks import released_flags
 from xlnet_tf.tasks import squad as squad_task
 from xlnet_tf.tasks import train_lib
@@ -74,7 +74,7 @@ def _params(values: flags.FlagValues, model_source=None):
     task["init_checkpoint"] = ""
     model.update(_sizes(os.path.join(model_source, model_directory.CONFIG_FILE)))
     validation_data["spiece_model"] = os.path.join(model_source, model_directory.SPIECE_FILE)
-  params = exp_factory.get_exp_config(experiments.SQUAD)
+  params = exp_factory.get_exp_config(squad.KIND.experiment)
   params.override({
       "task": {**task, "model": model, "train_data": train_data,
                "validation_data": validation_data,

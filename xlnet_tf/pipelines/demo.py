@@ -57,7 +57,8 @@ from xlnet_tf.data import pretrain_reader
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.data import sample_data
 from xlnet_tf.serving import export
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import classification
+from xlnet_tf.tasks import pretraining
 from xlnet_tf.tasks import train_lib
 
 MOBY_DICK_GLOB = sample_data.path("moby_dick", "chapter_*.txt")
@@ -343,7 +344,7 @@ def pretrain(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
   out = stage_dir(work_dir, "pretrain")
   heldout = held_out_records(work_dir)
   evaluates = os.path.isdir(heldout)
-  params = exp_factory.get_exp_config(experiments.PRETRAINING)
+  params = exp_factory.get_exp_config(pretraining.KIND.experiment)
   params.override({
       "task": {"model": {**_model_override(settings), "mem_len": settings.mem_len},
                "train_data": {"input_path": os.path.join(stage_dir(work_dir, "records"),
@@ -380,7 +381,7 @@ def finetune_once(work_dir: str, settings: DemoSettings, init_checkpoint: Option
   (`tasks.train_lib`); result has the accuracy on dev, test and both together
   ("held_out"), the majority-class accuracies and the final loss."""
   sp_path = spiece_path(work_dir)
-  params = exp_factory.get_exp_config(experiments.CLASSIFICATION)
+  params = exp_factory.get_exp_config(classification.KIND.experiment)
   data = {"spiece_model": sp_path, "cache_dir": os.path.join(stage_dir(work_dir, "finetune"),
                                                              "features")}
   params.override({

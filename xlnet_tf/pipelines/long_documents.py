@@ -21,7 +21,7 @@ from official.core import task_factory
 
 from xlnet_tf.data import sample_data
 from xlnet_tf.pipelines import demo as demo_pipeline
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import classification
 from xlnet_tf.tasks import train_lib
 
 SPEECHES_GLOB = sample_data.path("sotu", "*.txt")
@@ -113,7 +113,7 @@ def finetune(run_dir: str, pretrained_dir: str, fold_dir: str, reading: str, see
     with open(result_path, encoding="utf-8") as f:
       return json.load(f)
   start = time.time()
-  params = exp_factory.get_exp_config(experiments.CLASSIFICATION)
+  params = exp_factory.get_exp_config(classification.KIND.experiment)
   data = {"spiece_model": os.path.join(pretrained_dir, "spiece.model"),
           "cache_dir": os.path.join(fold_dir, "features")}
   params.override({

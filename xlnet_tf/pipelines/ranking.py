@@ -23,7 +23,6 @@ from official.core import task_factory
 from xlnet_tf.data import feature_cache
 from xlnet_tf.data import trec_files
 from xlnet_tf.evaluation import ranking_metrics
-from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import ranking
 from xlnet_tf.tasks import train_lib
 
@@ -61,7 +60,7 @@ def fold_params(settings: RankingSettings, init_checkpoint: str, cache_dir: str,
           f"task.train_data.cache_dir={cache_dir},task.validation_data.cache_dir={cache_dir}")
   override = ",".join(o for o in (settings.params_override, ours) if o)
   return train_lib.resolve_init_checkpoint(
-      train_lib.parse_params(experiments.RANKING, [settings.config_file], override))
+      train_lib.parse_params(ranking.KIND.experiment, [settings.config_file], override))
 
 
 def _write_text(path: str, text: str) -> None:

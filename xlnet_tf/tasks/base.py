@@ -18,7 +18,7 @@ the SentencePiece model, the per-replica micro-batch size.
 
 import dataclasses
 import os
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from official.core import base_task
 from official.core import config_definitions as cfg
@@ -26,6 +26,7 @@ from official.modeling.hyperparams import base_config
 import tensorflow as tf
 import tf_keras
 
+from xlnet_tf import configs
 from xlnet_tf import model_directory
 from xlnet_tf import presets
 from xlnet_tf import task_kind
@@ -38,24 +39,40 @@ from xlnet_tf.training import loop
 from xlnet_tf.training import optimization
 
 
-@dataclasses.dataclass
-class XLNetModelConfig(base_config.Config):
-  """The network. With `task.init_checkpoint` set the sizes are read from its
-  xlnet_config.json (a size given here must then agree with it); without, every size must
-  be given (a randomly initialised model)."""
-  n_layer: Optional[int] = None
-  d_model: Optional[int] = None
-  n_head: Optional[int] = None
-  d_head: Optional[int] = None
-  d_inner: Optional[int] = None
-  ff_activation: Optional[str] = None
-  untie_r: Optional[bool] = None
-  n_token: Optional[int] = None
-  summary_type: str = "last"          # last (<cls>), first, mean, mean_with_padding, attn
-  use_proj: bool = True               # dense + tanh on the summary (--use_summ_proj)
-  dropout: float = 0.1
-  dropatt: float = 0.1
-  recompute: str = "none"             # "layer": recompute each layer in the backward pass
+def network_config(name: str, module: str, doc: str, roles: Sequence[str],
+                   defaults: Optional[Dict[str, Any]] = None,
+                   before: Sequence[Tuple[str, type, Any]] = (),
+                   after: Sequence[Tuple[str, type, Any]] = ()) -> type:
+  """A task config's `model` section, derived from `XLNetConfig`: its fields of `roles`
+  (`configs.keys_of`), with XLNetConfig's names, types and defaults (`defaults` overrides
+  them; a field without a default, or with default None, is Optional and None), between the
+  task's own fields `before` and `after` ((name, type, default) each)."""
+  defaults = defaults or {}
+  fields = [(n, t, dataclasses.field(default=d)) for n, t, d in before]
+  for field in dataclasses.fields(XLNetConfig):
+    if field.metadata["role"] not in roles:
+      continue
+    default = defaults.get(field.name, field.default)
+    if default is dataclasses.MISSING or default is None:
+      fields.append((field.name, Optional[field.type], dataclasses.field(default=None)))
+    else:
+      fields.append((field.name, field.type, dataclasses.field(default=default)))
+  fields += [(n, t, dataclasses.field(default=d)) for n, t, d in after]
+  cls = dataclasses.make_dataclass(name, fields, bases=(base_config.Config,))
+  cls.__module__, cls.__doc__ = module, doc
+  return cls
+
+
+XLNetModelConfig = network_config(
+    "XLNetModelConfig", __name__,
+    "The network: XLNetConfig's released keys (None: read from `task.init_checkpoint`'s "
+    "xlnet_config.json; a size given must then agree with it; without init_checkpoint the "
+    "sizes must be given, a randomly initialised model) and run options (dropout, dropatt, "
+    "recompute); and the sequence summary of the classification heads: summary_type (last "
+    "(<cls>), first, mean, mean_with_padding, attn) and use_proj (dense + tanh on the "
+    "summary, the original's --use_summ_proj).",
+    roles=(configs.RELEASED, configs.RUN), defaults=dict.fromkeys(RELEASED_KEYS),
+    after=(("summary_type", str, "last"), ("use_proj", bool, True)))
 
 
 @dataclasses.dataclass
@@ -111,6 +128,24 @@ def data_config(split: str, is_training: bool, batch_size: int,
       drop_remainder=is_training))
 
 
+def experiment_config(task: cfg.TaskConfig, train_steps: int, steps_per_loop: int,
+                      checkpoint_interval: int, validation_interval: int,
+                      max_to_keep: int = 3,
+                      restrictions: Sequence[str] = ("task.train_data.is_training != None",
+                                                     "task.validation_data.is_training != None")
+                      ) -> cfg.ExperimentConfig:
+  """The `exp_factory` experiment of a task (each task module registers its own, beside its
+  KIND): `task`'s defaults, one device, and the loop's numbers."""
+  return cfg.ExperimentConfig(
+      task=task, runtime=cfg.RuntimeConfig(distribution_strategy="one_device"),
+      trainer=cfg.TrainerConfig(
+          train_steps=train_steps, steps_per_loop=steps_per_loop,
+          checkpoint_interval=checkpoint_interval, max_to_keep=max_to_keep,
+          summary_interval=steps_per_loop, validation_steps=-1,
+          validation_interval=validation_interval),
+      restrictions=list(restrictions))
+
+
 def init_dir(init_checkpoint: str) -> str:
   """`init_checkpoint`: a model directory or a model.ckpt prefix (a preset's name is
   resolved to its model directory by the driver, `train_lib`, through `xlnet_tf.hub`);
@@ -129,6 +164,7 @@ class XLNetTask(base_task.Task):
   `validation_data` (TaskDataConfig) and `optimization` (FinetuneSettings)."""
 
   KIND: task_kind.TaskKind        # the task's record (`task_kind`), set by its module
+  spec: Any                       # the kind's spec of this task's model (its spec class)
   INPUT_KEYS = ("input_ids", "segment_ids", "input_mask")
   LABEL_KEY = "label_id"               # the batch key of the labels (model.fit's target)
   fit_output = "logits"                # the model output the loss reads (model.fit)
@@ -283,22 +319,51 @@ class XLNetTask(base_task.Task):
     """The cached TFRecord features of `data.split` (built on first use)."""
     raise NotImplementedError
 
-  def data_key(self, path: str) -> Any:
-    """What identifies the training data of a run (the cache's key)."""
-    info = feature_cache.read_cache_info(path)
-    return info and info.get("key")
-
-  # ---- training: what the driver (`train_lib.train`) asks every task -------------------
+  # ---- the run's settings ----------------------------------------------------------------
+  #
+  # What defines a training run besides the network config and the optimisation options:
+  # recorded in MODEL_DIR/run_settings.json, a rerun with the same settings resumes and one
+  # with others is refused, listing what differs (`training.run_directory`). A task
+  # overrides `run_settings` (what defines its model), `training_settings` (what else
+  # defines how it trains) and `train_data_key` (what identifies its training data) as it
+  # needs; pretraining, whose records define the run, replaces `train_run_settings` and
+  # `model_run_settings` whole.
 
   RUN_PURPOSE = "fine-tuning"          # names the run in the directory's lock
+  # {flattened key of `train_run_settings`: value} of the settings added after run
+  # directories were written: such a directory ran with these values, and resumes when
+  # they are the same now.
+  RUN_SETTINGS_ADDED: Dict[str, Any] = {}
+
+  def run_settings(self) -> Dict[str, Any]:
+    """What defines the task's model: the spec's values (recorded under "task", and
+    compared before an evaluation reads a checkpoint)."""
+    return self.spec_values()
+
+  def training_settings(self) -> Dict[str, Any]:
+    """What else defines how the task trains (recorded under "task" in training)."""
+    return {}
+
+  def train_data_key(self, data: TaskDataConfig) -> Any:
+    """What identifies the training data `data`: its feature cache's key."""
+    info = feature_cache.read_cache_info(self.features_path(data))
+    return info and info.get("key")
 
   def train_run_settings(self, data: TaskDataConfig,
                          strategy: tf.distribute.Strategy) -> Dict[str, Any]:
-    """What defines a training run besides the config and the options (recorded in
-    run_settings.json): the task, the training features, the batch, the replicas."""
-    return {"task": self.run_settings(), "train_data": self.data_key(self.features_path(data)),
+    """The settings a training run on `data` records: the task's, the training data's
+    key, the batch and the replicas."""
+    return {"task": {**self.run_settings(), **self.training_settings()},
+            "train_data": self.train_data_key(data),
             "train_batch_size": data.global_batch_size,
             "replicas": strategy.num_replicas_in_sync}
+
+  def model_run_settings(self) -> Dict[str, Any]:
+    """The part of `train_run_settings` that shapes the model (what `train_lib.evaluate`
+    compares before reading a checkpoint)."""
+    return {"task": self.run_settings()}
+
+  # ---- training: what the driver (`train_lib.train`) asks every task -------------------
 
   def train_dataset_fn(self, data: TaskDataConfig, grad_accum_steps: int):
     """`dataset_fn(input_context, start_step)` of `loop.train_model`: the training
@@ -311,17 +376,6 @@ class XLNetTask(base_task.Task):
       return self.build_inputs(data, ctx, path=path).skip(
           start_step * grad_accum_steps * replicas_per_pipeline)
     return dataset_fn
-
-  def run_settings_defaults(self) -> Dict[str, Any]:
-    """{flattened key of `train_run_settings`: value} of the settings a run directory
-    written before they existed ran with (`run_directory.settings_differences`): such a
-    directory resumes when they are at these values now."""
-    return {}
-
-  def model_run_settings(self) -> Dict[str, Any]:
-    """The part of `train_run_settings` that shapes the model (what `train_lib.evaluate`
-    compares before reading a checkpoint)."""
-    return {"task": self.run_settings()}
 
   def build_memories(self, strategy: tf.distribute.Strategy, config: XLNetConfig):
     """The Transformer-XL memories a training step carries (None: fine-tuning has none)."""
@@ -341,20 +395,20 @@ class XLNetTask(base_task.Task):
     """Builds what evaluating `data` reads (its feature cache) before training starts."""
     self.features_path(data)
 
-  def forward_fn(self):
-    """How the trainer runs the model (None: `model(inputs, training=True)`)."""
-    return None
-
-  def run_settings(self) -> Dict[str, Any]:
-    """What defines the task in a run's settings (the model directory's spec)."""
-    return self.spec_values()
-
   def reference_loss(self, data: TaskDataConfig) -> Optional[Dict[str, Any]]:
     """The loss of predicting the training labels' prior (`collapse.reference_loss`) on
     the training data `data`, which the collapse check compares the training loss with;
-    None: the task has none."""
+    None: the task has none. A task that gives one writes the model card of its
+    MODEL_DIR/final (`write_model_card`)."""
     del data
     return None
+
+  def write_model_card(self, model: tf_keras.Model, directory: str,
+                       details: Dict[str, str]) -> str:
+    """Writes the README.md of the trained model directory `directory` with `details` (the
+    collapse check's: the seed, abandoned attempts); returns its path."""
+    raise NotImplementedError(f"{type(self).__name__} gives a reference_loss but no "
+                              f"write_model_card")
 
   def train_step(self, inputs, model, optimizer, metrics=None):
     """Not Model Garden's per-batch step: XLNet tasks train with the common
@@ -414,9 +468,9 @@ class XLNetTask(base_task.Task):
   # ---- what the subclass gives -----------------------------------------------------------
 
   def loss_fn(self):
-    """The loss of the common `Trainer` (`trainer.LossFn`: sum over the micro-batch,
-    count): the kind's."""
-    return self.KIND.loss
+    """The task's loss in the form of the common `Trainer` (`trainer.LossFn`:
+    `loss_fn(outputs, batch)` -> (sum over the micro-batch, count))."""
+    raise NotImplementedError(f"{type(self).__name__} gives no loss_fn")
 
   def evaluate(self, model: tf_keras.Model, params: Optional[TaskDataConfig] = None,
                num_steps: int = -1) -> Dict[str, Any]:

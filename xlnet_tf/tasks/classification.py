@@ -1,7 +1,7 @@
 """Classification and regression (GLUE, IMDB, movie reviews, generic) as a Model Garden task.
 
   >>> from official.core import exp_factory, task_factory
-  >>> import xlnet_tf.tasks.experiments                      # registers the task
+  >>> import xlnet_tf.tasks.all_tasks                        # registers every task
   >>> params = exp_factory.get_exp_config("xlnet/classification")
   >>> task = task_factory.get_task(params.task)
   >>> model = task.build_model(); task.initialize(model)     # warm start from init_checkpoint
@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 from official.core import config_definitions as cfg
+from official.core import exp_factory
 from official.core import task_factory
 import tensorflow as tf
 import tf_keras
@@ -153,7 +154,14 @@ KIND = task_kind.register(task_kind.TaskKind(
     head_variables=released_names.classifier_head_variables,
     hf_architectures_in=("XLNetForSequenceClassification",),
     hf_architecture_out="XLNetForSequenceClassification",
-    max_seq_length=128, experiment="xlnet/classification", loss=classifier_loss))
+    max_seq_length=128, experiment="xlnet/classification"))
+
+
+@exp_factory.register_config_factory(KIND.experiment)
+def classification_experiment() -> cfg.ExperimentConfig:
+  """run_classifier.py's defaults: lr 1e-5, batch 8, 1000 steps (give init_checkpoint)."""
+  return base.experiment_config(ClassificationConfig(), train_steps=1000, steps_per_loop=100,
+                                checkpoint_interval=1000, validation_interval=1000)
 
 
 def check_document_settings(params: ClassificationConfig) -> None:
@@ -254,24 +262,17 @@ class ClassificationTask(base.XLNetTask):
     """Whole documents in segments (task.mem_len > 0), not one truncated sequence."""
     return self.spec.mem_len > 0
 
-  # Settings of the document mode (issue 30) a run directory written before them ran with.
-  DOCUMENT_DEFAULTS = {"mem_len": 0, "bptt_segments": 1, "max_segments": 0,
-                       "bucket_by_segments": True,
-                       "read_from": "start"}
+  # The settings of the document mode (issue 30), which a run directory written before
+  # them ran with at these values.
+  RUN_SETTINGS_ADDED = {"task.mem_len": 0, "task.bptt_segments": 1, "task.max_segments": 0,
+                        "task.bucket_by_segments": True, "task.read_from": "start"}
 
-  def train_run_settings(self, data, strategy) -> Dict[str, Any]:
-    """`XLNetTask.train_run_settings` with, under "task", how documents are read in
-    training (bptt_segments, bucket_by_segments, max_segments, read_from; mem_len is the
-    spec's)."""
-    settings = super().train_run_settings(data, strategy)
+  def training_settings(self) -> Dict[str, Any]:
+    """How documents are read in training (mem_len is the spec's)."""
     params = self.task_config
-    settings["task"] = {**settings["task"], "bptt_segments": params.bptt_segments,
-                        "bucket_by_segments": params.bucket_by_segments,
-                        "max_segments": params.max_segments, "read_from": params.read_from}
-    return settings
-
-  def run_settings_defaults(self) -> Dict[str, Any]:
-    return {f"task.{name}": value for name, value in self.DOCUMENT_DEFAULTS.items()}
+    return {"bptt_segments": params.bptt_segments,
+            "bucket_by_segments": params.bucket_by_segments,
+            "max_segments": params.max_segments, "read_from": params.read_from}
 
   def export_options(self) -> Dict[str, Any]:
     return {"pair": self.task_spec.is_pair}

@@ -25,11 +25,12 @@ from absl import logging
 from typing import Any, Dict, List, Optional
 
 from official.core import config_definitions as cfg
+from official.core import exp_factory
 from official.core import task_factory
-from official.modeling.hyperparams import base_config
 import tensorflow as tf
 import tf_keras
 
+from xlnet_tf import configs
 from xlnet_tf import model_directory
 from xlnet_tf import pretrained
 from xlnet_tf.configs import XLNetConfig
@@ -54,27 +55,17 @@ MODEL_INPUTS = ("input_ids", "segment_ids", "input_mask", "perm_mask", "target_m
 VALIDATION_LAYOUT = ("seq_len", "reuse_len", "bi_data", "uncased", "keep_accents")
 
 
-@dataclasses.dataclass
-class PretrainModelConfig(base_config.Config):
-  """The network: a released-format xlnet_config.json (`model_config`) or the sizes; and
-  the run options. n_token None is the records' vocabulary size."""
-  model_config: str = ""
-  n_layer: int = 12
-  d_model: int = 768
-  n_head: int = 12
-  d_head: int = 64
-  d_inner: int = 3072
-  ff_activation: str = "gelu"
-  untie_r: bool = True
-  n_token: Optional[int] = None
-  mem_len: int = 384
-  dropout: float = 0.1
-  dropatt: float = 0.1
-  recompute: str = "none"               # "layer": recompute each layer in the backward pass
-  clamp_len: int = -1
-  same_length: bool = False
-  initializer_range: float = 0.02
-  init_std: Optional[float] = None      # the old name of initializer_range, still read
+PretrainModelConfig = base.network_config(
+    "PretrainModelConfig", __name__,
+    "The network: a released-format xlnet_config.json (`model_config`) or XLNetConfig's "
+    "released keys (default: the base size; n_token None is the records' vocabulary "
+    "size); and the run options of pretraining (dropout, recomputation, the memory, the "
+    "initializer; bi_data and reuse_len come from the records, attn_type from the "
+    "objective). `init_std` is the old name of initializer_range, still read.",
+    roles=(configs.RELEASED, configs.RUN, configs.MEMORY, configs.INITIALIZER),
+    defaults=dict(n_layer=12, d_model=768, n_head=12, d_head=64, d_inner=3072, n_token=None,
+                  mem_len=384),
+    before=(("model_config", str, ""),), after=(("init_std", Optional[float], None),))
 
 
 def _initializer_range(model: PretrainModelConfig) -> float:
@@ -138,7 +129,18 @@ KIND = task_kind.register(task_kind.TaskKind(
     head_variables=None,
     hf_architectures_in=("XLNetLMHeadModel", "XLNetModel"),
     hf_architecture_out="XLNetLMHeadModel",
-    experiment="xlnet/pretraining", loss=pretraining_loss))
+    experiment="xlnet/pretraining"))
+
+
+@exp_factory.register_config_factory(KIND.experiment)
+def pretraining_experiment() -> cfg.ExperimentConfig:
+  """100K steps, 1000 per loop, a checkpoint every 10K; optimisation as the paper's runs
+  (lr 4e-4, weight decay 0.01, eps 1e-6, min_lr_ratio 0.001) (give
+  task.train_data.input_path, a record directory)."""
+  return base.experiment_config(PretrainingConfig(), train_steps=100_000, steps_per_loop=1000,
+                                checkpoint_interval=10_000, validation_interval=10_000,
+                                max_to_keep=5,
+                                restrictions=("task.train_data.is_training != None",))
 
 
 @task_factory.register_task_cls(PretrainingConfig)
@@ -146,10 +148,12 @@ class PretrainingTask(base.XLNetTask):
   """XLNet pretraining: model, records, loss, held-out loss."""
 
   KIND = KIND
-
   INPUT_KEYS = MODEL_INPUTS
   METRIC = "loss"
   METRIC_HIGHER_IS_BETTER = False
+
+  def loss_fn(self):
+    return pretraining_loss
 
   def manifest(self, data: Optional[PretrainDataConfig] = None) -> Dict[str, Any]:
     """The records' manifest (every shard checked to be there with its size)."""

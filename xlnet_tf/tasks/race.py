@@ -1,7 +1,7 @@
 """RACE (multiple choice reading comprehension) as a Model Garden task.
 
   >>> from official.core import exp_factory, task_factory
-  >>> import xlnet_tf.tasks.experiments                      # registers the task
+  >>> import xlnet_tf.tasks.all_tasks                        # registers every task
   >>> params = exp_factory.get_exp_config("xlnet/race")
   >>> params.override({"task": {"data_dir": "RACE", "init_checkpoint": "converted/large"}})
   >>> task = task_factory.get_task(params.task)
@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 from official.core import config_definitions as cfg
+from official.core import exp_factory
 from official.core import task_factory
 import tensorflow as tf
 import tf_keras
@@ -124,7 +125,16 @@ KIND = task_kind.register(task_kind.TaskKind(
     head_variables=lambda model, task_name: released_names.race_head_variables(model),
     hf_architectures_in=("XLNetForMultipleChoice",),
     hf_architecture_out="XLNetForMultipleChoice",
-    max_seq_length=512, experiment="xlnet/race", loss=multiple_choice_loss))
+    max_seq_length=512, experiment="xlnet/race"))
+
+
+@exp_factory.register_config_factory(KIND.experiment)
+def race_experiment() -> cfg.ExperimentConfig:
+  """run_race.py's defaults: lr 2e-5, batch 8, 12000 steps, 1000 per loop; the released
+  script saves no intermediate checkpoint, here one every 1000 steps (its README scripts'
+  --save_steps) (give data_dir)."""
+  return base.experiment_config(RaceConfig(), train_steps=12000, steps_per_loop=1000,
+                                checkpoint_interval=1000, validation_interval=1000)
 
 
 @task_factory.register_task_cls(RaceConfig)
@@ -132,10 +142,12 @@ class RaceTask(base.XLNetTask):
   """XLNet on RACE: model, inputs, loss, per-level evaluation, model directory, export."""
 
   KIND = KIND
-
   INPUT_KEYS = OPTION_INPUTS
   METRIC = "accuracy"                 # over every question of the split (all levels)
   METRIC_HIGHER_IS_BETTER = True
+
+  def loss_fn(self):
+    return multiple_choice_loss
 
   def __init__(self, params: RaceConfig, logging_dir: Optional[str] = None,
                name: Optional[str] = None):

@@ -1,7 +1,7 @@
 """SQuAD v1.1 / v2.0 question answering as a Model Garden task.
 
   >>> from official.core import exp_factory, task_factory
-  >>> import xlnet_tf.tasks.experiments                      # registers the task
+  >>> import xlnet_tf.tasks.all_tasks                        # registers every task
   >>> params = exp_factory.get_exp_config("xlnet/squad")
   >>> params.override({"task": {"init_checkpoint": "converted/xlnet_large",
   ...                           "train_file": "train-v2.0.json",
@@ -48,6 +48,7 @@ from typing import Any, Dict, List, Optional
 from absl import logging
 import numpy as np
 from official.core import config_definitions as cfg
+from official.core import exp_factory
 from official.core import task_factory
 import tensorflow as tf
 import tf_keras
@@ -198,7 +199,17 @@ KIND = task_kind.register(task_kind.TaskKind(
     head_variables=lambda model, task_name: released_names.squad_head_variables(model),
     hf_architectures_in=("XLNetForQuestionAnswering",),
     hf_architecture_out="XLNetForQuestionAnswering",
-    max_seq_length=512, experiment="xlnet/squad", loss=squad_loss_sum))
+    max_seq_length=512, experiment="xlnet/squad"))
+
+
+@exp_factory.register_config_factory(KIND.experiment)
+def squad_experiment() -> cfg.ExperimentConfig:
+  """run_squad.py's defaults: lr 3e-5, layer decay 0.75, batch 48, 8000 steps,
+  max_seq_length 512; 1000 warmup steps as its TPU script (tpu_squad_large.sh; the script's
+  flag default is 0) (give init_checkpoint, train_file, predict_file)."""
+  return base.experiment_config(SquadConfig(), train_steps=8000, steps_per_loop=1000,
+                                checkpoint_interval=1000, validation_interval=2000,
+                                max_to_keep=5)
 
 # HuggingFace's simple span head: imported, converted back and served with the SQuAD
 # export's signature (v1.1); not trained here (the SQuAD task trains the released head).
@@ -220,11 +231,13 @@ class SquadTask(base.XLNetTask):
   """XLNet SQuAD: model, windows, loss, decoding, evaluation, model directory, export."""
 
   KIND = KIND
-
   # In training the model reads the gold start too (the end is conditioned on it).
   INPUT_KEYS = PREDICT_INPUTS + ("start_positions",)
   METRIC = "f1"
   METRIC_HIGHER_IS_BETTER = True
+
+  def loss_fn(self):
+    return squad_loss_sum
 
   def __init__(self, params: SquadConfig, logging_dir: Optional[str] = None,
                name: Optional[str] = None):

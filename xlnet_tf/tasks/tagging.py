@@ -1,7 +1,7 @@
 """Token classification (part-of-speech tagging of the Brown corpus) as a Model Garden task.
 
   >>> from official.core import exp_factory, task_factory
-  >>> import xlnet_tf.tasks.experiments                      # registers the task
+  >>> import xlnet_tf.tasks.all_tasks                        # registers every task
   >>> params = exp_factory.get_exp_config("xlnet/tagging")
   >>> task = task_factory.get_task(params.task)
   >>> model = task.build_model(); task.initialize(model)     # warm start from init_checkpoint
@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 from official.core import config_definitions as cfg
+from official.core import exp_factory
 from official.core import task_factory
 import sentencepiece as spm
 import tensorflow as tf
@@ -150,7 +151,14 @@ KIND = task_kind.register(task_kind.TaskKind(
     head_variables=lambda model, task_name: released_names.tagger_head_variables(model),
     hf_architectures_in=("XLNetForTokenClassification",),
     hf_architecture_out="XLNetForTokenClassification",
-    max_seq_length=128, experiment="xlnet/tagging", loss=tagging_loss))
+    max_seq_length=128, experiment="xlnet/tagging"))
+
+
+@exp_factory.register_config_factory(KIND.experiment)
+def tagging_experiment() -> cfg.ExperimentConfig:
+  """The fine-tuning defaults on the Brown corpus (bundled subset)."""
+  return base.experiment_config(TaggingConfig(), train_steps=1000, steps_per_loop=100,
+                                checkpoint_interval=1000, validation_interval=1000)
 
 
 @task_factory.register_task_cls(TaggingConfig)
@@ -158,11 +166,13 @@ class TaggingTask(base.XLNetTask):
   """XLNet token classification: model, inputs, loss, evaluation, model directory, export."""
 
   KIND = KIND
-
   INPUT_KEYS = tagging_features.MODEL_INPUTS
   LABEL_KEY = "label_ids"             # [B, T], negative off the word starts
   METRIC = "accuracy"                 # tagging_metrics' token accuracy
   METRIC_HIGHER_IS_BETTER = True
+
+  def loss_fn(self):
+    return tagging_loss
 
   def __init__(self, params: TaggingConfig, logging_dir: Optional[str] = None,
                name: Optional[str] = None):

@@ -71,7 +71,7 @@ from xlnet_tf.data import pretrain_records
 from xlnet_tf.models.xlnet_pretrainer import check_attn_type
 from xlnet_tf.models.xlnet_pretrainer import objective_attn_type
 from xlnet_tf.tasks import base
-from xlnet_tf.tasks import experiments
+from xlnet_tf.tasks import pretraining
 from xlnet_tf.training import collapse
 from xlnet_tf.training import loop
 from xlnet_tf.training import run_directory
@@ -342,7 +342,7 @@ def train(task: base.XLNetTask, params, model_dir: str, stop_at_step=None,
   write_dir = loop.writing_dir(strategy, model_dir)
   chief = write_dir == model_dir
   lock = (loop.open_run(config, options, task.RUN_PURPOSE, run_settings,   # before building
-                        settings_defaults=task.run_settings_defaults())
+                        settings_defaults=task.RUN_SETTINGS_ADDED)
           if chief else None)
   try:
     if chief:
@@ -363,7 +363,7 @@ def train(task: base.XLNetTask, params, model_dir: str, stop_at_step=None,
         summary = loop.train_model(
             strategy, model, optimizer, task.train_dataset_fn(data, attempt.grad_accum_steps),
             attempt, loss_fn=task.loss_fn(), input_keys=task.INPUT_KEYS,
-            forward_fn=task.forward_fn(), memories=task.build_memories(strategy, config),
+            memories=task.build_memories(strategy, config),
             tokens_per_step=task.tokens_per_step(strategy), initialize=task.initialize,
             collapse_watch=watch, claimed=True, data_error=task.data_error, **eval_args)
         break
@@ -470,7 +470,7 @@ _PRETRAIN_MODEL_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "ff
 def pretrain_options(model_dir: str, train_steps: int, **changes) -> loop.RunOptions:
   """`loop.RunOptions` with the pretraining task's defaults (its `optimization`: the
   paper's values, the released train.py's flags) and `changes`."""
-  defaults = exp_factory.get_exp_config(experiments.PRETRAINING).task.optimization.as_dict()
+  defaults = exp_factory.get_exp_config(pretraining.KIND.experiment).task.optimization.as_dict()
   return loop.RunOptions(model_dir=model_dir, train_steps=train_steps,
                          **{**defaults, **changes})
 
@@ -494,7 +494,7 @@ def pretrain(config: XLNetConfig, records: str, options: loop.RunOptions, *,
     raise ValueError(f"the model config says bi_data={config.bi_data}, reuse_len="
                      f"{config.reuse_len}; the records were made with bi_data="
                      f"{settings['bi_data']}, reuse_len={settings['reuse_len']}")
-  params = exp_factory.get_exp_config(experiments.PRETRAINING)
+  params = exp_factory.get_exp_config(pretraining.KIND.experiment)
   optimization = params.task.optimization.as_dict()
   values = dataclasses.asdict(options)
   unused = [key for key in values if key not in optimization and key not in base.LOOP_FIELDS

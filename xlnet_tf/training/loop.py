@@ -36,7 +36,6 @@ from xlnet_tf.training import run_directory
 from xlnet_tf.training.checkpointing import GuardedCheckpointManager
 from xlnet_tf.training.checkpointing import loop_steps
 from xlnet_tf.training.memory import ReplicaMemories
-from xlnet_tf.training.trainer import ForwardFn
 from xlnet_tf.training.trainer import LossFn
 from xlnet_tf.training.trainer import NonFiniteLossError
 from xlnet_tf.training.trainer import Trainer
@@ -187,7 +186,6 @@ def train_model(strategy: tf.distribute.Strategy, model: tf_keras.Model, optimiz
                 dataset_fn: Callable, options: RunOptions, *, loss_fn: LossFn,
                 input_keys: Sequence[str], purpose: str = "fine-tuning",
                 run_settings: Optional[Dict[str, Any]] = None,
-                forward_fn: Optional[ForwardFn] = None,
                 memories: Optional[ReplicaMemories] = None,
                 tokens_per_step: Optional[int] = None,
                 evaluator: Optional[orbit.AbstractEvaluator] = None,
@@ -212,9 +210,9 @@ def train_model(strategy: tf.distribute.Strategy, model: tf_keras.Model, optimiz
   The model directory is checked, locked and claimed first (`open_run` with `purpose` and
   `run_settings`), unless the caller `claimed` it already (and holds its lock);
   checkpoints are guarded and every loop's loss and gradient norm checked. `memories`
-  (`ReplicaMemories`) are carried from step to step and checkpointed; `forward_fn` as for
-  `Trainer`. `initialize(model)` (the task's warm start from its init_checkpoint) is called
-  when the directory has no checkpoint to resume from.
+  (`ReplicaMemories`) are carried from step to step and checkpointed. `initialize(model)`
+  (the task's warm start from its init_checkpoint) is called when the directory has no
+  checkpoint to resume from.
 
   With an `evaluator` (orbit), training stops every `eval_interval` steps (and at the
   end) for an evaluation: its metrics go to TensorBoard (`model_dir/validation`) and to
@@ -255,8 +253,7 @@ def train_model(strategy: tf.distribute.Strategy, model: tf_keras.Model, optimiz
                       clip_norm=options.clip_norm, total_steps=options.train_steps,
                       tokens_per_step=tokens_per_step, jit_compile=options.jit_compile,
                       seed=options.attempt_seed, error=NonFiniteLossError,
-                      last_checkpoint=lambda: manager.latest_checkpoint,
-                      **({"forward_fn": forward_fn} if forward_fn else {}))
+                      last_checkpoint=lambda: manager.latest_checkpoint)
     stop = min(options.stop_at_step or options.train_steps, options.train_steps)
     steps = loop_steps(options.steps_per_loop, options.save_steps)
     if collapse_watch is not None:

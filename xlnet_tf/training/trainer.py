@@ -48,13 +48,6 @@ class NonFiniteLossError(NonFiniteError):
 # (model outputs, batch) -> (loss summed over the micro-batch [], its count [] float32)
 LossFn = Callable[[Dict[str, tf.Tensor], Dict[str, tf.Tensor]], Tuple[tf.Tensor, tf.Tensor]]
 # (model, inputs) -> outputs, in training mode (default: model(inputs, training=True))
-ForwardFn = Callable[[tf_keras.Model, Dict[str, tf.Tensor]], Dict[str, tf.Tensor]]
-
-
-def _call_model(model, inputs):
-  return model(inputs, training=True)
-
-
 class Trainer(orbit.StandardTrainer):
   """Trains `model` on `dataset` with the step above.
 
@@ -75,7 +68,6 @@ class Trainer(orbit.StandardTrainer):
     seed: the run's seed (dropout masks).
     last_checkpoint: returns the newest checkpoint (named when training stops on a NaN).
     error: the exception class of a non-finite loss.
-    forward_fn: how the model is run on the inputs (e.g. RACE's four options per row).
   """
 
   def __init__(self, strategy: tf.distribute.Strategy, model: tf_keras.Model,
@@ -85,8 +77,7 @@ class Trainer(orbit.StandardTrainer):
                total_steps: Optional[int] = None, tokens_per_step: Optional[int] = None,
                jit_compile: bool = False, seed: int = 0,
                last_checkpoint: Optional[Callable[[], Optional[str]]] = None,
-               error: Type[NonFiniteError] = NonFiniteError,
-               forward_fn: ForwardFn = _call_model):
+               error: Type[NonFiniteError] = NonFiniteError):
     if grad_accum_steps < 1:
       raise ValueError(f"grad_accum_steps must be >= 1, got {grad_accum_steps}")
     if memories is not None and grad_accum_steps > 1:
@@ -105,7 +96,6 @@ class Trainer(orbit.StandardTrainer):
     self.seed = seed
     self.last_checkpoint = last_checkpoint or (lambda: None)
     self.error = error
-    self.forward_fn = forward_fn
     if jit_compile:
       self._forward_backward = tf.function(self._forward_backward, jit_compile=True)
       host_memory.keep_freed_memory()      # XLA:CPU's buffers: no page faults per step
@@ -165,7 +155,7 @@ class Trainer(orbit.StandardTrainer):
     """Loss sum, count, gradients of (loss sum x scale) and the new memories of one
     micro-batch: no cross-replica communication, so it can be compiled with XLA."""
     with tf.GradientTape() as tape, training_seed(seed):
-      outputs = self.forward_fn(self.model, inputs)
+      outputs = self.model(inputs, training=True)
       loss_sum, count = self.loss_fn(outputs, batch)
       scaled = loss_sum * tf.cast(scale, loss_sum.dtype)
     grads = tape.gradient(scaled, self.model.trainable_variables)
