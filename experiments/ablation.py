@@ -17,8 +17,8 @@ the bundled sentiment task; accuracy is measured on the held-out dev and test sp
   no_pretraining  fine-tuning from random weights (the floor)
 
 Writes WORK_DIR/results.md (median and range over seeds), results.json (every run) and
-ablation.png. Stages already done are reused (see xlnet_tf/pipelines/demo.py); the runner
-is xlnet_tf/pipelines/ablation.py.
+ablation.png. Stages already done are reused (see xlnet_tf/runs/demo.py); the runner
+is xlnet_tf/runs/ablation.py.
 """
 
 
@@ -29,7 +29,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.pipelines import ablation  # noqa: E402
+from xlnet_tf.runs import ablation  # noqa: E402
 
 VARIANTS = ablation.VARIANTS
 

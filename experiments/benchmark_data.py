@@ -10,7 +10,7 @@ core); a SentencePiece model is trained first unless given.
       --input_format=sentence_per_line --workers=1,2,4
   python -m experiments.benchmark_data --references=legacy,nlp   # and the newer MG script
 
-The measuring is xlnet_tf/benchmarks/data.py.
+The measuring is xlnet_tf/benchmarks/preprocessing_speed.py.
 
 Three parts:
 
@@ -56,9 +56,9 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.benchmarks import data  # noqa: E402
+from xlnet_tf.benchmarks import preprocessing_speed  # noqa: E402
 
-_INPUT = flags.DEFINE_string("input_glob", data.CORPUS, "Text to preprocess.")
+_INPUT = flags.DEFINE_string("input_glob", preprocessing_speed.CORPUS, "Text to preprocess.")
 _FORMAT = flags.DEFINE_string("input_format", "document_per_file", "As in "
                               "create_pretraining_data (in-process part only; the "
                               "comparison uses sentence_per_line).")
@@ -84,8 +84,8 @@ _PROCESSES = flags.DEFINE_list("processes", ["1", "2"], "Process counts of the c
 
 def main(argv):
   del argv
-  data.benchmark(_INPUT.value, _FORMAT.value, _SPIECE.value, _WORKERS.value,
-                 data.Layout(seq_len=_SEQ.value, reuse_len=_REUSE.value,
+  preprocessing_speed.benchmark(_INPUT.value, _FORMAT.value, _SPIECE.value, _WORKERS.value,
+                 preprocessing_speed.Layout(seq_len=_SEQ.value, reuse_len=_REUSE.value,
                              bsz_per_host=_BSZ.value, chunk_bytes=_CHUNK.value),
                  _READ_STEPS.value, _COPIES.value, _REFERENCES.value, _PROCESSES.value)
 

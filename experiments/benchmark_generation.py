@@ -18,7 +18,7 @@ latencies then jump by 10x and more with two threads).
   python -m experiments.benchmark_generation --n_layer=4 --d_model=256 --n_head=4 \
       --d_inner=1024 --prompt_len=64 --new_tokens=512 --recompute
 
-The measuring is xlnet_tf/benchmarks/generation.py.
+The measuring is xlnet_tf/benchmarks/generation_speed.py.
 """
 
 
@@ -29,7 +29,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.benchmarks import generation  # noqa: E402
+from xlnet_tf.benchmarks import generation_speed  # noqa: E402
 
 _N_LAYER = flags.DEFINE_integer("n_layer", 12, "Layers (XLNet-Base: 12).")
 _D_MODEL = flags.DEFINE_integer("d_model", 768, "Hidden size (XLNet-Base: 768).")
@@ -47,7 +47,7 @@ _THREADS = flags.DEFINE_integer("threads", 0, "Threads of torch and of TensorFlo
 
 def main(argv):
   del argv
-  generation.benchmark(_N_LAYER.value, _D_MODEL.value, _N_HEAD.value, _D_INNER.value,
+  generation_speed.benchmark(_N_LAYER.value, _D_MODEL.value, _N_HEAD.value, _D_INNER.value,
                        _N_TOKEN.value, _PROMPT.value, _NEW.value, _BATCH.value,
                        _RECOMPUTE.value, _SEED.value, _THREADS.value)
 

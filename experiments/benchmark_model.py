@@ -7,7 +7,7 @@ the same config in the same run when torch and transformers are installed (ratio
   python -m experiments.benchmark_model                       # base: 12 layers, 768, seq 512
   python -m experiments.benchmark_model --jit_compile --batch_size 4 --mem_len 384
 
-The measuring is xlnet_tf/benchmarks/model.py.
+The measuring is xlnet_tf/benchmarks/model_speed.py.
 """
 
 
@@ -18,7 +18,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.benchmarks import model  # noqa: E402
+from xlnet_tf.benchmarks import model_speed  # noqa: E402
 
 _BATCH = flags.DEFINE_integer("batch_size", 2, "Rows per step.")
 _SEQ = flags.DEFINE_integer("seq_len", 512, "Tokens per row.")
@@ -33,14 +33,14 @@ _STEPS = flags.DEFINE_integer("steps", 5, "Timed steps (after one warm-up step);
 _JIT = flags.DEFINE_bool("jit_compile", False, "Compile our steps with XLA.")
 _PRECISION = flags.DEFINE_enum("precision", "float32",
                                ["float32", "mixed_bfloat16", "mixed_float16"],
-                               "Keras policy for our model.")
+                               "Keras policy for our model_speed.")
 _COMPARE_HF = flags.DEFINE_bool("compare_hf", True,
                                 "Also time HuggingFace's PyTorch XLNet (if installed).")
 
 
 def main(argv):
   del argv
-  model.benchmark(_BATCH.value, _SEQ.value, _PREDICT.value, _MEM.value, _LAYERS.value,
+  model_speed.benchmark(_BATCH.value, _SEQ.value, _PREDICT.value, _MEM.value, _LAYERS.value,
                   _D_MODEL.value, _HEADS.value, _VOCAB.value, _STEPS.value, _JIT.value,
                   _PRECISION.value, _COMPARE_HF.value)
 

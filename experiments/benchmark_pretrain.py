@@ -28,7 +28,7 @@ breakdown by TensorFlow op and by HLO instruction.
   python -m experiments.benchmark_pretrain                       # small and base
   python -m experiments.benchmark_pretrain --configs=base --modes=fp32,bf16 --peak_memory
 
-The measuring is xlnet_tf/benchmarks/pretrain.py.
+The measuring is xlnet_tf/benchmarks/step_speed.py.
 """
 
 
@@ -39,10 +39,10 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.benchmarks import pretrain  # noqa: E402
+from xlnet_tf.benchmarks import step_speed  # noqa: E402
 
-CONFIGS = pretrain.CONFIGS
-MODES = pretrain.MODES
+CONFIGS = step_speed.CONFIGS
+MODES = step_speed.MODES
 _CONFIGS = flags.DEFINE_list("configs", ["small", "base"], f"Of {sorted(CONFIGS)}.")
 _SEQ = flags.DEFINE_integer("seq_len", 512, "Tokens per row.")
 _PREDICT = flags.DEFINE_integer("num_predict", 85, "Targets per row.")
@@ -57,15 +57,15 @@ _CHILD = flags.DEFINE_string("child", None, "Internal: time one model ('ours' or
 
 def main(argv):
   del argv
-  pretrain.keep_freed_memory()   # as the trainer does under XLA; the graph is unaffected
+  step_speed.keep_freed_memory()   # as the trainer does under XLA; the graph is unaffected
   if _CHILD.value:
     [name], [mode] = _CONFIGS.value, _MODES.value
-    pretrain.child(_CHILD.value, name, mode, _SEQ.value, _PREDICT.value, _VOCAB.value)
+    step_speed.child(_CHILD.value, name, mode, _SEQ.value, _PREDICT.value, _VOCAB.value)
     return
   unknown = sorted(set(_MODES.value) - set(MODES))
   if unknown:
     raise app.UsageError(f"--modes: unknown {unknown}; choose from {MODES}")
-  pretrain.benchmark(_CONFIGS.value, _MODES.value, _SEQ.value, _PREDICT.value, _VOCAB.value,
+  step_speed.benchmark(_CONFIGS.value, _MODES.value, _SEQ.value, _PREDICT.value, _VOCAB.value,
                      _STEPS.value, _PEAK_MEMORY.value)
 
 

@@ -1,28 +1,16 @@
-r"""The paper's document ranking (issue 31): BM25 alone, K-NRM over the word-embedding
-table, K-NRM over the contextual embeddings of a frozen pretrained XLNet; the same
-candidates (BM25's top 100), the same query folds.
+r"""The ranking task's time to embed a collection and to rerank a query's candidates, with
+the models of a finished fold comparison (python -m experiments.ranking_folds):
 
-  python -m experiments.benchmark_ranking --init_checkpoint=runs/demo/pretrain/final \
-    --work_dir=runs/ranking          (results: docs/benchmarks.md, "Document ranking")
-  python -m experiments.benchmark_ranking --part=timing ...   (the same flags, after it)
+  python -m experiments.benchmark_ranking --work_dir=runs/ranking
+  (results: docs/benchmarks.md, "Document ranking")
 
-The collection is the experiment's (experiments/configs/ranking_demo.yaml: the bundled
-Moby-Dick collection, constructed: the chapter titles as queries over the chapters'
-passages; --params_override=task.documents=...,task.train_data.queries=... for another).
-Every query is tested once: --folds folds (query i in fold i mod folds), each K-NRM trained
-on the other folds by the xlnet/ranking experiment, its test folds' runs joined and scored
-once with ir-measures (NDCG@20 and ERR@20 by the TREC Web Track's gdeval, MAP, P@20).
-Also measured (--part=accuracy, as the runs go, or --part=timing afterwards, into a fresh
-cache and with the fold-0 models, for a measurement on quiet cores): the seconds to embed
-the queries and the collection's candidates (once per model and layer) and the
+For each K-NRM ranker of the comparison in --work_dir (default: every one that finished
+its fold 0), its fold-0 run read back as it ran, with a fresh embedding cache
+(WORK_DIR/timing-<n>): the seconds to embed the queries and the candidates, then the
 milliseconds to rerank one query's candidates from the cached embeddings (the mean after
-the first query, which also builds the graph).
---rankers takes knrm_layer<k> too (hidden state k). Finished runs are reused.
-
-The runs are xlnet_tf/pipelines/ranking.py.
+the first query, which also builds the graph); WORK_DIR/timing.json. Run it on quiet
+cores. The measurement is xlnet_tf/benchmarks/ranking_latency.py.
 """
-
-import sys
 
 from xlnet_tf import console  # noqa: E402
 
@@ -31,42 +19,26 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.pipelines import ranking  # noqa: E402
+from xlnet_tf.benchmarks import ranking_latency  # noqa: E402
 
-_DEFAULTS = ranking.RankingSettings()
-_PART = flags.DEFINE_enum("part", "accuracy", ["accuracy", "timing"], "What to measure.")
-_WORK_DIR = flags.DEFINE_string("work_dir", "runs/ranking", "Where the runs go.")
-_INIT = flags.DEFINE_string("init_checkpoint", "runs/demo/pretrain/final",
-                            "The pretrained model directory or preset name.")
-_CONFIG = flags.DEFINE_string("config_file", _DEFAULTS.config_file,
-                              "The xlnet/ranking experiment's YAML.")
-_OVERRIDE = flags.DEFINE_string("params_override", "", "Overrides of the experiment.")
-_FOLDS = flags.DEFINE_integer("folds", _DEFAULTS.folds, "Query folds (>= 2).")
-_RANKERS = flags.DEFINE_list("rankers", list(_DEFAULTS.rankers),
-                             f"Any of {list(ranking.RANKERS)} or knrm_layer<k>.")
+_WORK_DIR = flags.DEFINE_string("work_dir", "runs/ranking", "The fold comparison's "
+                                "directory (python -m experiments.ranking_folds).")
+_RANKERS = flags.DEFINE_list("rankers", None, "The K-NRM rankers to time (default: every "
+                             "one with a finished fold 0 in --work_dir).")
 
 
 def main(argv):
-  del argv
-  if not _RANKERS.value:
-    raise app.UsageError("--rankers is empty: name at least one of "
-                         f"{list(ranking.RANKERS)} or knrm_layer<k>")
-  for name in _RANKERS.value:
-    try:
-      ranking.embedding_layer(name)                # an unknown name, before any work
-    except ValueError as e:
-      raise app.UsageError(f"--rankers: {e}") from None
-  if _FOLDS.value < 2:
-    raise app.UsageError(f"--folds must be >= 2, got {_FOLDS.value}")
-  settings = ranking.RankingSettings(config_file=_CONFIG.value,
-                                     params_override=_OVERRIDE.value, folds=_FOLDS.value,
-                                     rankers=tuple(_RANKERS.value))
-  if _PART.value == "timing":
-    ranking.timing(_WORK_DIR.value, _INIT.value, settings)
-  else:
-    ranking.benchmark(_WORK_DIR.value, _INIT.value, settings,
-                      command=" ".join(["python -m experiments.benchmark_ranking"] +
-                                       sys.argv[1:]))
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  found = ranking_latency.rankers_in(_WORK_DIR.value)
+  rankers = _RANKERS.value or found
+  missing = [name for name in rankers if name not in found]
+  if not rankers or missing:
+    raise app.UsageError(
+        f"--work_dir {_WORK_DIR.value}: no finished fold-0 run of "
+        f"{missing or 'any K-NRM ranker'} (it has {found or 'none'}); run python -m "
+        f"experiments.ranking_folds --work_dir={_WORK_DIR.value} first")
+  ranking_latency.measure(_WORK_DIR.value, rankers)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ on descheduled threads), and HF should be compared at its best. Run it on a quie
 
 The SentencePiece model is the released one (tests/fixtures/released_spiece, 32,000 pieces)
 when present, else one trained on the bundled corpus (`--spiece_model` picks another).
-The measuring is xlnet_tf/benchmarks/serving.py.
+The measuring is xlnet_tf/benchmarks/serving_latency.py.
 """
 
 
@@ -40,7 +40,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.benchmarks import serving  # noqa: E402
+from xlnet_tf.benchmarks import serving_latency  # noqa: E402
 
 _LAYERS = flags.DEFINE_integer("n_layer", 12, "Layers.")
 _D_MODEL = flags.DEFINE_integer("d_model", 768, "Hidden size (heads of 64).")
@@ -64,7 +64,7 @@ def main(argv):
   for precision in _PRECISIONS.value:
     if precision not in ("fp32", "bf16"):
       raise app.UsageError(f"--precisions: {precision!r} is not fp32 or bf16")
-  serving.benchmark(_WORK_DIR.value, _LAYERS.value, _D_MODEL.value, _SEQS.value,
+  serving_latency.benchmark(_WORK_DIR.value, _LAYERS.value, _D_MODEL.value, _SEQS.value,
                     _BATCHES.value, _CALLS.value, _PRECISIONS.value, _SPIECE.value,
                     _TORCH_THREADS.value)
 

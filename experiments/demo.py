@@ -6,7 +6,7 @@ r"""The end-to-end demo on the bundled data: `make demo` (about 3 minutes on 2 i
 
 SentencePiece -> pretraining TFRecords -> pretraining a small XLNet -> fine-tuning on the
 bundled movie-review sentences (and from a random start, for comparison) -> SavedModel
-export -> classifying raw sentences in a fresh process. See xlnet_tf/pipelines/demo.py.
+export -> classifying raw sentences in a fresh process. See xlnet_tf/runs/demo.py.
 Prints each stage's progress and where its artefacts went, then a summary table, also
 written to WORK_DIR/summary.md.
 """
@@ -19,7 +19,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.pipelines import demo  # noqa: E402
+from xlnet_tf.runs import demo  # noqa: E402
 
 _WORK_DIR = flags.DEFINE_string("work_dir", "runs/demo", "Where every stage writes.")
 _SIZE = flags.DEFINE_enum("size", "demo", ["demo", "small", "tiny"], "Preset sizes "

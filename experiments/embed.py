@@ -8,7 +8,7 @@ r"""Embeds texts of any length: one vector per input line, or per whole file.
 (`python -m experiments.embed ...` works the same from a checkout.) The texts are read
 whole through the Transformer-XL memory by the encoder's `serving_document`, of an export
 (--saved_model) or built here from a pretrained model directory (--model_dir; the same
-numbers). See `xlnet_tf.applications.embedding` for the poolings and the output formats:
+numbers). See `xlnet_tf.inference.embedding` for the poolings and the output formats:
 .npy float32 [N, D]; with --per_token an .npz of `embeddings`, `token_embeddings`,
 `token_ids` and `offsets`. Every input, the model location and the output are checked
 before the model is loaded: a bad one ends the run with one line naming it. The output is
@@ -23,7 +23,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.applications import embedding  # noqa: E402
+from xlnet_tf.inference import embedding  # noqa: E402
 
 _MODEL_DIR = flags.DEFINE_string("model_dir", None, "A pretrained model directory "
                                  "(xlnet_config.json, model.ckpt, spiece.model).")

@@ -8,9 +8,9 @@ Tells the code from the recipe (issue 28): if HuggingFace's model, trained by th
 optimizer, follows our curve, a plateau of the curve is the recipe's, not our code's. One
 initial model (ours, from --seed, written with `save_pretrained` and exported with
 `xlnet_tf.convert.to_huggingface`) is trained twice on the same batches of --train_data
-(`pretrain_dataset` with --seed): by ours (`train_lib.pretrain`, the optimizer of
+(`pretrain_dataset` with --seed): by ours (`runs.pretraining.pretrain`, the optimizer of
 `optimization.build_optimizer`: what a user's run executes) and by HuggingFace's in PyTorch
-(`xlnet_tf.benchmarks.hf_training`: the training-parity tests' optimizer, the released
+(`xlnet_tf.runs.hf_training`: the training-parity tests' optimizer, the released
 get_train_op in torch). Both: --steps updates of a schedule of --train_steps (warmup,
 linear decay to 0.001 x lr), weight decay 0.01, Adam epsilon 1e-6, clipping at 1.0,
 dropout 0, Transformer-XL memory of --mem_len carried from step to step. Adam's bias
@@ -21,7 +21,7 @@ Prints step, our loss, HF's loss and their difference every --print_every steps,
 mean |difference| and the final losses; writes both curves and the timings to --output
 (JSON, temporary name then rename). The model size flags default to the issue's small
 model (2 layers x 128, 2 heads x 64, d_inner 256); the vocabulary is the records'. The
-run is xlnet_tf/benchmarks/hf_pretraining_steps.py.
+run is xlnet_tf/runs/hf_pretraining_steps.py.
 """
 
 
@@ -32,7 +32,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.benchmarks import hf_pretraining_steps  # noqa: E402
+from xlnet_tf.runs import hf_pretraining_steps  # noqa: E402
 
 _TRAIN_DATA = flags.DEFINE_string("train_data", None, "Record directory (read only).")
 _OUTPUT = flags.DEFINE_string("output", None, "The curves as JSON (a new file).")

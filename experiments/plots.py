@@ -13,7 +13,7 @@ named patterns, the heads that score highest:
   self_exclusion  1 - min(1, T x mean_i p(i -> i)): the token ignores itself
   relative_stride max over offsets d != 0 of mean_i p(i -> i + d): a fixed relative offset
   one_side        |mean_i (left mass - right mass)|: attends to one side only
-The figures are made by xlnet_tf/pipelines/plots.py.
+The figures are made by xlnet_tf/runs/plots.py.
 """
 
 
@@ -24,7 +24,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.pipelines import plots  # noqa: E402
+from xlnet_tf.runs import plots  # noqa: E402
 
 _ORDER = flags.DEFINE_list("order", ["3", "2", "4", "1"], "masks: a factorization order of "
                            "positions 1..T (first predicted first).")

@@ -3,7 +3,7 @@ r"""Does bfloat16 pretraining learn like float32? Loss curves of short runs, sid
   python -m experiments.precision_curves --work_dir=runs/precision --steps=600
   python -m experiments.precision_curves --work_dir=runs/precision_xla --jit_compile
 
-The demo's small model and records (xlnet_tf/pipelines/demo.py, demo size) are
+The demo's small model and records (xlnet_tf/runs/demo.py, demo size) are
 pretrained for `--steps` with `--precision=float32` and with `bfloat16` (the
 `mixed_bfloat16` policy: bfloat16 matmuls and activations, float32 weights, optimizer and
 loss), each with every seed of `--seeds` (the seed sets the initial weights, dropout and
@@ -12,7 +12,7 @@ program a TPU runs). The run-to-run noise is the spread between seeds; the preci
 effect is the difference of the precisions' means (a seed's dropout draws differ between
 the two precisions, so runs are not paired). Writes WORK_DIR/results.json and
 WORK_DIR/precision_curves.png (loss per loop of `--steps_per_loop` steps). The runs are
-xlnet_tf/benchmarks/precision_curves.py.
+xlnet_tf/runs/precision_curves.py.
 """
 
 
@@ -23,7 +23,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.benchmarks import precision_curves  # noqa: E402
+from xlnet_tf.runs import precision_curves  # noqa: E402
 
 _WORK_DIR = flags.DEFINE_string("work_dir", "runs/precision", "Where runs and results go.")
 _STEPS = flags.DEFINE_integer("steps", 600, "Pretraining steps per run.", lower_bound=1)

@@ -15,7 +15,7 @@ from its newest checkpoint; the pretrained model directory (xlnet_config.json, m
 spiece.model) goes to MODEL_DIR/final, as with `python -m experiments.train
 --experiment=xlnet/pretraining`. The flag names of zihangdai/xlnet's train.py and
 train_gpu.py work too (experiments/released_flags.py). `--flagfile` works as in every absl
-tool. The run is xlnet_tf/applications/pretrain.py.
+tool. The run is xlnet_tf/runs/released/pretrain.py.
 """
 
 
@@ -28,7 +28,7 @@ from absl import flags  # noqa: E402
 
 from experiments import released_flags  # noqa: E402
 from experiments import strategy_flags  # noqa: E402,F401  (--strategy, --tpu, --num_gpus)
-from xlnet_tf.applications import pretrain  # noqa: E402
+from xlnet_tf.runs.released import pretrain  # noqa: E402
 
 FLAGS = flags.FLAGS
 # Data and output.

@@ -1,6 +1,6 @@
 """The flag names of zihangdai/xlnet's train.py, train_gpu.py, run_classifier.py,
 run_squad.py and run_race.py, on our entry points: defined here, translated by
-xlnet_tf.tasks.released_flags (whose `RELEASED` says for every released flag what it is
+xlnet_tf.runs.released.flag_translation (whose `RELEASED` says for every released flag what it is
 here: our flag of the same name, an alias, a translation or check, ignored, or gone).
 
 An entry point defines its own flags, then calls `define(...)` with the released scripts
@@ -18,7 +18,7 @@ it and why).
 
 from absl import flags
 
-from xlnet_tf.tasks import released_flags as table
+from xlnet_tf.runs.released import flag_translation as table
 
 FLAGS = flags.FLAGS
 
@@ -50,5 +50,5 @@ def define(*scripts: str) -> None:
 
 def apply(tool: str) -> None:
   """Before any work: the given released flags translated into ours, or the run ended with
-  one line naming what replaced a flag (`xlnet_tf.tasks.released_flags.apply`)."""
+  one line naming what replaced a flag (`xlnet_tf.runs.released.flag_translation.apply`)."""
   table.apply(tool, _KIND, FLAGS)

@@ -16,7 +16,7 @@ evaluates the newest checkpoint of MODEL_DIR (mode eval; MODEL_DIR/final if it h
 writes OUTPUT_DIR/eval_results_<split>.json; --do_predict writes the test split's GLUE
 submission TSV with MODEL_DIR/final. The cached features go to OUTPUT_DIR/features. The flag
 names of zihangdai/xlnet's run_classifier.py work too (experiments/released_flags.py). The
-run is xlnet_tf/applications/run_classifier.py.
+run is xlnet_tf/runs/released/run_classifier.py.
 """
 
 
@@ -29,7 +29,7 @@ from absl import flags  # noqa: E402
 
 from experiments import released_flags  # noqa: E402
 from experiments import strategy_flags  # noqa: E402,F401  (--strategy, --tpu, --num_gpus)
-from xlnet_tf.applications import run_classifier  # noqa: E402
+from xlnet_tf.runs.released import run_classifier  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_bool("do_train", False, "Fine-tune.")

@@ -28,7 +28,7 @@ defaults are the released run_race.py's, and so are its flag names
 --strategy=tpu; one with no equivalent here ends the run before any work, naming what
 replaced it. Without --init_checkpoint and --model_config_path, --do_eval / --do_export of
 a trained run take the model sizes (and, without --spiece_model_file, the SentencePiece
-model) of MODEL_DIR/final (else MODEL_DIR/best). The run is xlnet_tf/applications/run_race.py.
+model) of MODEL_DIR/final (else MODEL_DIR/best). The run is xlnet_tf/runs/released/run_race.py.
 """
 
 
@@ -42,7 +42,7 @@ from absl import flags  # noqa: E402
 from experiments import released_flags  # noqa: E402
 from experiments import strategy_flags  # noqa: E402,F401  (--strategy, --tpu, --num_gpus)
 from experiments import task_flags  # noqa: E402
-from xlnet_tf.applications import run_race  # noqa: E402
+from xlnet_tf.runs.released import run_race  # noqa: E402
 
 FLAGS = flags.FLAGS
 # The released run_race.py's defaults (lr 2e-5, no layer decay, 12000 steps, batch 8;

@@ -38,7 +38,7 @@ The flag names of zihangdai/xlnet's run_squad.py work too (experiments/released_
 --shuffle_buffer --shuffle_buffer_size, --use_tpu --strategy=tpu; one with no equivalent
 here ends the run before any work, naming what replaced it. The windows are cached in
 MODEL_DIR/features (the original's --output_dir held its TF records). The run is
-xlnet_tf/applications/run_squad.py.
+xlnet_tf/runs/released/run_squad.py.
 """
 
 
@@ -52,7 +52,7 @@ from absl import flags  # noqa: E402
 from experiments import released_flags  # noqa: E402
 from experiments import strategy_flags  # noqa: E402,F401  (--strategy, --tpu, --num_gpus)
 from experiments import task_flags  # noqa: E402
-from xlnet_tf.applications import run_squad  # noqa: E402
+from xlnet_tf.runs.released import run_squad  # noqa: E402
 
 FLAGS = flags.FLAGS
 task_flags.define_task_flags(learning_rate=3e-5, lr_layer_decay_rate=0.75, train_steps=8000,

@@ -3,7 +3,7 @@ r"""Activation memory of the compiled pretraining step, recompute "none" vs "lay
 
 For each config (base: 12 x 768, 12 heads, d_inner 3072; large: 24 x 1024, 16 heads,
 d_inner 4096), precision (fp32; bf16: the mixed_bfloat16 policy) and recompute mode, the
-XLA training step of `xlnet_tf.benchmarks.pretrain` (seq --seq_len, --num_predict
+XLA training step of `xlnet_tf.benchmarks.step_speed` (seq --seq_len, --num_predict
 targets, vocabulary --n_token, AdamW, no dropout, bi_data off) is compiled, not run, at
 each of --batches in a fresh process; XLA's buffer assignment gives its peak (weights,
 optimizer slots, batch, updated weights and the peak of the temporaries). The fit
@@ -24,11 +24,11 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.benchmarks import pretrain  # noqa: E402
+from xlnet_tf.benchmarks import step_speed  # noqa: E402
 from xlnet_tf.benchmarks import step_memory  # noqa: E402
 
 _CONFIGS = flags.DEFINE_list("configs", list(step_memory.CONFIG_NAMES),
-                             f"Of {sorted(pretrain.CONFIGS)}.")
+                             f"Of {sorted(step_speed.CONFIGS)}.")
 _PRECISIONS = flags.DEFINE_list("precisions", list(step_memory.PRECISIONS),
                                 f"Of {sorted(step_memory.PRECISIONS)}.")
 _BATCHES = flags.DEFINE_list("batches", ["1", "2"], "Two or more batch sizes (the fit "
@@ -41,7 +41,7 @@ _VOCAB = flags.DEFINE_integer("n_token", 32000, "Vocabulary.")
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  for flag, known in ((_CONFIGS, pretrain.CONFIGS), (_PRECISIONS, step_memory.PRECISIONS)):
+  for flag, known in ((_CONFIGS, step_speed.CONFIGS), (_PRECISIONS, step_memory.PRECISIONS)):
     unknown = sorted(set(flag.value) - set(known))
     if unknown:
       raise app.UsageError(f"--{flag.name}: unknown {unknown}; choose from {sorted(known)}")

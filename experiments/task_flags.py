@@ -1,7 +1,7 @@
 """Flags shared by the span and multiple-choice fine-tuning entry points (run_squad.py,
 run_race.py), with the released scripts' defaults. The experiment overrides made of them
 (`optimization_override`, `trainer_override`), the check of their paths and the full-disk
-report around a run are xlnet_tf.tasks.released_flags'.
+report around a run are xlnet_tf.runs.released.flag_translation'.
 
   define_task_flags(learning_rate=3e-5, lr_layer_decay_rate=0.75, train_steps=8000,
                     train_batch_size=48)
@@ -9,7 +9,7 @@ report around a run are xlnet_tf.tasks.released_flags'.
 
 from absl import flags
 
-from xlnet_tf.tasks import released_flags
+from xlnet_tf.runs.released import flag_translation
 
 
 def define_task_flags(learning_rate: float, lr_layer_decay_rate: float, train_steps: int,
@@ -28,7 +28,7 @@ def define_task_flags(learning_rate: float, lr_layer_decay_rate: float, train_st
                      "Layer m of L learns at lr * rate^(L-1-m); embeddings at lr * rate^L "
                      "(see --lr_layer_decay_mode).")
   flags.DEFINE_enum("lr_layer_decay_mode", "multiplier",
-                    list(released_flags.LR_LAYER_DECAY_MODES),
+                    list(flag_translation.LR_LAYER_DECAY_MODES),
                     "multiplier: a real per-variable learning-rate multiplier. "
                     "released_gradient_scaling: as the released code, multiply the clipped "
                     "gradients of layer m by rate^(L-1-m) and nothing else (Adam mostly "
@@ -39,7 +39,7 @@ def define_task_flags(learning_rate: float, lr_layer_decay_rate: float, train_st
   flags.DEFINE_float("weight_decay", 0.0, "Decoupled weight decay.")
   flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.")
   flags.DEFINE_enum("adam_bias_correction", "released",
-                    list(released_flags.ADAM_BIAS_CORRECTIONS),
+                    list(flag_translation.ADAM_BIAS_CORRECTIONS),
                     "released: none with --weight_decay > 0 (the released AdamWeightDecay"
                     "Optimizer), Adam's with 0 (tf.train.AdamOptimizer); always; never.")
   flags.DEFINE_float("clip", 1.0, "Gradient clipping by global norm.")

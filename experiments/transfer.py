@@ -7,8 +7,8 @@ r"""Does a pretrained start fine-tune at least as well as random weights? (issue
 One pretraining (seed 0) per recipe on the corpus, then fine-tuning on the bundled
 movie-review sentiment task at every learning rate and seed, from each pretrained model
 and from random weights (the same random-init runs for every recipe; everything else
-equal). The stages are the demo's (xlnet_tf/pipelines/demo.py); the runner is
-xlnet_tf/pipelines/transfer.py.
+equal). The stages are the demo's (xlnet_tf/runs/demo.py); the runner is
+xlnet_tf/runs/transfer.py.
 
   corpus    sotu: the State of the Union speeches (out of domain), 12 of them held out;
             reviews: the demo's shuffled train-split review sentences (in domain)
@@ -34,8 +34,8 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from xlnet_tf.pipelines import demo  # noqa: E402
-from xlnet_tf.pipelines import transfer  # noqa: E402
+from xlnet_tf.runs import demo  # noqa: E402
+from xlnet_tf.runs import transfer  # noqa: E402
 
 RECIPES = transfer.RECIPES
 

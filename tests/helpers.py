@@ -199,24 +199,25 @@ def train_tagger(strategy, model, optimizer, dataset_fn, options, run_settings=N
 
 
 # The loop defaults the pretraining runs of these tests were written with (PretrainOptions'
-# before issue 29); the optimizer's are the pretraining task's (`train_lib.pretrain_options`).
+# before issue 29); the optimizer's are the pretraining task's
+# (`runs.pretraining.pretrain_options`).
 PRETRAIN_LOOP_DEFAULTS = dict(steps_per_loop=1000, save_steps=10000, max_checkpoints=5)
 
 
 def pretrain_options(model_dir, train_steps, **options):
   """`loop.RunOptions` of a pretraining run: the pretraining task's optimizer defaults (the
   paper's and the released train.py's), PRETRAIN_LOOP_DEFAULTS, then `options`."""
-  from xlnet_tf.tasks import train_lib  # pylint: disable=g-import-not-at-top
-  return train_lib.pretrain_options(model_dir, train_steps,
-                                    **{**PRETRAIN_LOOP_DEFAULTS, **options})
+  from xlnet_tf.runs import pretraining  # pylint: disable=g-import-not-at-top
+  return pretraining.pretrain_options(model_dir, train_steps,
+                                      **{**PRETRAIN_LOOP_DEFAULTS, **options})
 
 
 def run_pretraining(strategy, config, records_dir, options, validation_records=""):
-  """A pretraining run through the driver (`train_lib.pretrain`): its summary ("step",
-  "losses", "start_step", "final_dir")."""
-  from xlnet_tf.tasks import train_lib  # pylint: disable=g-import-not-at-top
-  return train_lib.pretrain(config, records_dir, options, strategy=strategy,
-                            validation_records=validation_records)
+  """A pretraining run through the driver (`runs.pretraining.pretrain`): its summary
+  ("step", "losses", "start_step", "final_dir")."""
+  from xlnet_tf.runs import pretraining  # pylint: disable=g-import-not-at-top
+  return pretraining.pretrain(config, records_dir, options, strategy=strategy,
+                              validation_records=validation_records)
 
 
 def pretrain_config(records_dir, **changes) -> XLNetConfig:

@@ -4,7 +4,7 @@ and the single-process run on the same global batches. Used by test_multi_worker
   python tests/multi_worker_run.py worker RECORDS INIT_DIR MODEL_DIR STEPS   # TF_CONFIG set
   python tests/multi_worker_run.py reference RECORDS INIT_DIR MODEL_DIR STEPS
 
-A worker runs `train_lib.pretrain` (the driver) like `experiments/pretrain.py
+A worker runs `runs.pretraining.pretrain` (the driver) like `experiments/pretrain.py
 --strategy=multi_worker`: its input pipeline reads shards i, i + 2, ... and feeds its one
 replica `bsz_per_host` rows.
 The reference trains one replica on the two pipelines' rows of every step side by side

@@ -13,7 +13,7 @@ import tf_keras
 from absl import flags
 
 from experiments import benchmark_pretrain  # noqa: F401  (defines the flags the step reads)
-from xlnet_tf.benchmarks import pretrain as benchmark_pretrain_lib
+from xlnet_tf.benchmarks import step_speed
 from xlnet_tf.benchmarks import profile_step
 from xlnet_tf.layers.positional_encoding import RelativePositionalEncoding
 
@@ -29,8 +29,8 @@ def parsed_flags():
 def test_base_step_is_a_small_program_without_large_literals():
   """The base step (12 x 768, seq 512) used to carry its relative encoding as 24 literal
   copies of [1, 1024, 768] (80 MB); computed in the program it is a few MB."""
-  config, feed, _, _ = benchmark_pretrain_lib.config_and_feed("base", 512, 85, 32000, 2)
-  step = benchmark_pretrain_lib.compiled_train_step(config, feed, jit=True)
+  config, feed, _, _ = step_speed.config_and_feed("base", 512, 85, 32000, 2)
+  step = step_speed.compiled_train_step(config, feed, jit=True)
   size = profile_step.program_size(profile_step.hlo_program(step, feed))
   assert size["constants_over_64k"] == 0, size
   assert size["largest_constant_bytes"] <= 64 * 1024, size
@@ -49,11 +49,11 @@ def test_encodings_in_a_compiled_program_equal_the_graphs():
 
 
 def test_compiled_step_loss_equals_the_graph_step_and_traces_once():
-  config, feed, _, _ = benchmark_pretrain_lib.config_and_feed("small", 128, 20, 1000)
+  config, feed, _, _ = step_speed.config_and_feed("small", 128, 20, 1000)
   steps = {}
   for jit in (False, True):
     tf_keras.utils.set_random_seed(0)                # the same initial weights
-    steps[jit] = benchmark_pretrain_lib.compiled_train_step(config, feed, jit=jit)
+    steps[jit] = step_speed.compiled_train_step(config, feed, jit=jit)
   losses = [(steps[False](feed).numpy(), steps[True](feed).numpy()) for _ in range(3)]
   for graph_loss, compiled_loss in losses:
     np.testing.assert_allclose(compiled_loss, graph_loss, rtol=2e-5)
@@ -127,9 +127,9 @@ def test_recomputation_survives_a_newer_xla():
   live than "none". With tf.recompute_grad's guard, which that XLA folds, it kept more."""
   costs = {}
   for recompute in ("none", "layer"):
-    config, feed, _, _ = benchmark_pretrain_lib.config_and_feed("small", 128, 20, 1000, 2,
+    config, feed, _, _ = step_speed.config_and_feed("small", 128, 20, 1000, 2,
                                                                 recompute)
-    step = benchmark_pretrain_lib.compiled_train_step(config, feed, jit=True)
+    step = step_speed.compiled_train_step(config, feed, jit=True)
     costs[recompute] = profile_step.compiled_cost(profile_step.hlo_program(step, feed))
   assert costs["layer"]["flops"] > 1.2 * costs["none"]["flops"]
   assert costs["layer"]["temp_bytes"] < 0.8 * costs["none"]["temp_bytes"]

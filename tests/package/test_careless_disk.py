@@ -4,7 +4,7 @@ Every tool that writes (train_sentencepiece, create_pretraining_data, training, 
 SavedModel export, convert) ends with one line, "TOOL: no space left on DEVICE while
 writing FILE", exits non-zero and leaves none of its temporaries behind
 (`paths.reporting_disk_full`, around each entry point's work; the released-flag wrappers
-through `xlnet_tf.tasks.released_flags.reporting_disk_full`).
+through `xlnet_tf.runs.released.flag_translation.reporting_disk_full`).
 
 The end-to-end cases run each tool against a small tmpfs (1 MiB) mounted for the test;
 they are skipped, saying why, where mounting is not permitted (this needs root). The

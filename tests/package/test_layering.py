@@ -6,6 +6,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -65,9 +66,13 @@ def test_every_spec_file_is_named_once():
   assert spelled == {spec: [home] for spec, home in homes.items()}
 
 
-# ---- the top of the stack: pipelines, benchmarks, applications (what experiments/ calls) ----
+# ---- the top of the stack: runs, benchmarks, inference (what experiments/ calls) ------------
 
-_TOP = ("xlnet_tf.pipelines", "xlnet_tf.benchmarks", "xlnet_tf.applications")
+_TOP = ("xlnet_tf.runs", "xlnet_tf.benchmarks", "xlnet_tf.inference")
+RUNS, BENCHMARKS, INFERENCE = _TOP
+# What trains a model: the driver's training entries and the training loop.
+_TRAINING_CALLS = {("train_lib", "run"), ("train_lib", "train"), ("loop", "train_model"),
+                   ("pretraining", "pretrain")}
 
 
 def _imports(path):
@@ -97,21 +102,67 @@ def _package_modules():
         yield module.removesuffix(".__init__"), path
 
 
+def _in(name, package):
+  return name == package or name.startswith(package + ".")
+
+
 def test_the_library_imports_no_entry_point_and_nothing_above_it():
-  """xlnet_tf never imports experiments/; below the top nothing imports the top; the
-  pipelines import neither benchmarks nor applications (benchmarks may use pipelines)."""
+  """xlnet_tf never imports experiments/; below the top nothing imports the top; the three
+  folders of the top import none of one another (what trains, what only measures and what
+  applies a model are separate)."""
   wrong = []
   for module, path in _package_modules():
     for name, _ in _imports(path):
-      above = [top for top in _TOP if name == top or name.startswith(top + ".")]
-      if name == "experiments" or name.startswith("experiments."):
+      above = [top for top in _TOP if _in(name, top)]
+      if _in(name, "experiments"):
         wrong.append((module, name))
-      elif not module.startswith(_TOP) and above:
-        wrong.append((module, name))
-      elif module.startswith("xlnet_tf.pipelines") and above and \
-          above[0] != "xlnet_tf.pipelines":
+      elif above and not any(_in(module, top) for top in above):
         wrong.append((module, name))
   assert not wrong, wrong
+
+
+def _training_calls(path):
+  """The calls of `path` that train a model (`_TRAINING_CALLS`, by module and function
+  name) and of Keras' `fit`."""
+  calls = []
+  for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+      owner = node.func.value
+      owner_name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", None)
+      if (owner_name, node.func.attr) in _TRAINING_CALLS or node.func.attr == "fit":
+        calls.append(f"{owner_name}.{node.func.attr} (line {node.lineno})")
+  return calls
+
+
+def test_no_training_in_the_benchmarks_and_no_benchmark_outside():
+  """The rule of the top (docs/architecture.md): a benchmark only measures, so nothing in
+  xlnet_tf/benchmarks trains a model (calls the driver's training, the training loop or
+  Keras' fit); what measures is named so (benchmark*, *_latency, *_speed, timing) and lives
+  in xlnet_tf/benchmarks, run by experiments/benchmark_*.py, which import no run."""
+  trains = {module: calls for module, path in _package_modules()
+            if _in(module, BENCHMARKS) for calls in [_training_calls(path)] if calls}
+  assert not trains, trains
+  measuring = re.compile(r"(benchmark\w*|\w+_latency|\w+_speed|timing)$")
+  outside = []
+  for module, path in _package_modules():
+    if _in(module, BENCHMARKS):
+      continue
+    if measuring.match(module.rsplit(".", 1)[-1]):
+      outside.append(module)
+    outside += [f"{module}.{node.name}" for node in ast.parse(open(path).read()).body
+                if isinstance(node, ast.FunctionDef) and measuring.match(node.name)]
+  assert not outside, outside
+  entry_points = os.path.join(ROOT, "experiments")
+  wrong = []
+  for name in sorted(os.listdir(entry_points)):
+    if name.endswith(".py"):
+      imported = [n for n, _ in _imports(os.path.join(entry_points, name))]
+      runs = any(_in(n, RUNS) for n in imported)
+      measures = any(_in(n, BENCHMARKS) for n in imported)
+      if name.startswith("benchmark_") and (runs or not measures):
+        wrong.append(name)
+  assert not wrong, (f"experiments/benchmark_*.py must run xlnet_tf/benchmarks and no run "
+                     f"(what trains is not named benchmark_): {wrong}")
 
 
 def test_the_top_imports_the_library_at_module_level():
@@ -129,7 +180,7 @@ def test_the_top_and_the_flag_translation_define_no_flags():
   modules = [m for m, _ in _package_modules() if m.startswith(_TOP)]
   if importlib.util.find_spec("torch") is None:          # the [huggingface] extra's modules
     modules = [m for m in modules if not m.startswith("xlnet_tf.benchmarks.hf_")]
-  modules.append("xlnet_tf.tasks.released_flags")
+  modules.append("xlnet_tf.runs.released.flag_translation")
   code = ("import json\nfrom absl import flags\n" + "".join(f"import {m}\n" for m in modules)
           + "F = flags.FLAGS\nprint(json.dumps(sorted({F.find_module_defining_flag(n) or '' "
           "for n in F})))")

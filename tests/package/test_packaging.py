@@ -75,8 +75,8 @@ NOT_IMPORTED = {
 # distribution only inside the function that needs it.
 EXTRA_MODULES = {
     "data_prep/beam_pipeline.py": "beam",
-    "xlnet_tf/benchmarks/hf_pretraining_steps.py": "huggingface",
-    "xlnet_tf/benchmarks/hf_training.py": "huggingface",
+    "xlnet_tf/runs/hf_pretraining_steps.py": "huggingface",
+    "xlnet_tf/runs/hf_training.py": "huggingface",
 }
 COMMANDS = {
     "xlnet-train": "experiments.train:run",

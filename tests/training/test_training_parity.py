@@ -3,10 +3,10 @@
 Both sides start from the same weights and take 20 updates on the same batches: for
 pretraining, real records of the bundled corpus (perm_mask, target_mapping, two segments,
 bi_data, memories carried across steps and reset where a stream starts); for the
-classifier, real movie-review features. Ours runs the real drivers (`train_lib.pretrain`;
+classifier, real movie-review features. Ours runs the real drivers (`runs.pretraining.pretrain`;
 `loop.build_model_and_optimizer` + `loop.train_model` with the classifier's loss: the orbit
 trainer's steps with its clipping and `build_optimizer`); HuggingFace's side
-(xlnet_tf/benchmarks/hf_training.py, which experiments/hf_pretraining_steps.py runs for
+(xlnet_tf/runs/hf_training.py, which experiments/hf_pretraining_steps.py runs for
 hundreds of steps) computes the same loss from its logits and steps with an optimizer
 written from PyTorch primitives, with the released code's semantics
 (model_utils.get_train_op): linear warmup / linear decay evaluated at the step before the
@@ -24,8 +24,8 @@ import tensorflow as tf
 import torch
 import transformers
 
-from xlnet_tf.benchmarks.hf_training import PretrainingSteps
-from xlnet_tf.benchmarks.hf_training import ReleasedOptimizer
+from xlnet_tf.runs.hf_training import PretrainingSteps
+from xlnet_tf.runs.hf_training import ReleasedOptimizer
 from hf_reference import make_hf_model
 from helpers import LOSS_TOLERANCE
 from helpers import build_for_training

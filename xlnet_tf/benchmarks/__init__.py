@@ -1,11 +1,16 @@
-"""Measurements: speed against HuggingFace and TF Model Garden (`model`, `pretrain`,
-`profile_step`, `data`, `serving`, `generation`; `timing`, `hf_steps`), the compiled step's
-memory with and without recomputation (`step_memory`), and what a training
-run does (`precision_curves`, `pretraining_diagnostics`; `hf_pretraining_steps` with its
-PyTorch reference `hf_training`). The top of the library, with xlnet_tf.pipelines (which
-they may import: precision_curves runs the demo's stages); experiments/benchmark_*.py and
-the other entry points parse their flags and call these. They define no absl flags.
+"""Benchmarks: what only measures, the library of experiments/benchmark_*.py and the other
+measuring entry points (nothing here trains a model or defines absl flags).
 
-`hf_training` and `hf_pretraining_steps` import torch and transformers (the [huggingface]
-extra) when imported; the others only inside the functions that time HuggingFace.
+Speed against HuggingFace and TF Model Garden: `model_speed` (forward and training step),
+`step_speed` (the pretraining step, float32, XLA, bfloat16), `preprocessing_speed`
+(corpus to records, the reader), `serving_latency` (raw-text SavedModels),
+`document_serving_latency` (whole documents through the memory), `generation_speed`,
+`ranking_latency` (embedding a collection, reranking a query); the compiled step:
+`profile_step` (profiles, the program's size, XLA's cost analysis), `step_memory`
+(activation memory with and without recomputation); a run's checkpoints:
+`pretraining_diagnostics`. Shared: `timing` (medians, the machine's description),
+`hf_steps` (HuggingFace's step, timed).
+
+The HuggingFace and Model Garden references are imported only inside the functions that
+time them.
 """

@@ -9,7 +9,7 @@ The tables give each thunk's self time summed over threads (thunks run concurren
 the sum can exceed the step), grouped by TensorFlow op (layers merged), by HLO kind, and
 the largest instructions.
 
-`profile` runs the training step of `xlnet_tf.benchmarks.pretrain` under
+`profile` runs the training step of `xlnet_tf.benchmarks.step_speed` under
 `tf.profiler.experimental`, converts the trace with TensorFlow's own profiler tools
 ("framework_op_stats", the table TensorBoard's profile plugin shows) and prints the op
 types and ops with the largest self time. The raw trace stays in LOGDIR for TensorBoard.
@@ -27,7 +27,7 @@ import tf_keras
 from tensorflow.compiler.xla.service import hlo_pb2
 from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
 
-from xlnet_tf.benchmarks import pretrain as benchmark_pretrain
+from xlnet_tf.benchmarks import step_speed
 
 
 def op_stats(xplane_path: str):
@@ -151,10 +151,10 @@ def profile(name: str, mode: str, seq_len: int, num_predict: int, n_token: int,
   if mode.endswith("xla"):     # read when XLA first compiles, i.e. at the first step below
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                f" --xla_dump_to={hlo_dir} --xla_dump_hlo_as_text").strip()
-  benchmark_pretrain.keep_freed_memory()                   # as the trainer under XLA
-  config, feed, batch, _ = benchmark_pretrain.config_and_feed(name, seq_len, num_predict,
+  step_speed.keep_freed_memory()                   # as the trainer under XLA
+  config, feed, batch, _ = step_speed.config_and_feed(name, seq_len, num_predict,
                                                               n_token)
-  step = benchmark_pretrain.timed_step("ours", config, feed, mode)
+  step = step_speed.timed_step("ours", config, feed, mode)
   step()
   step()                                                   # traced and warm
   tf.profiler.experimental.start(logdir)
@@ -389,17 +389,17 @@ def program_report(name: str, mode: str, seq_len: int, num_predict: int, n_token
   if not mode.endswith("xla"):
     raise ValueError(f"--modes: the program report is of a compiled step (xla or "
                      f"bf16_xla), got {mode!r}")
-  config, feed, batch, _ = benchmark_pretrain.config_and_feed(name, seq_len, num_predict,
+  config, feed, batch, _ = step_speed.config_and_feed(name, seq_len, num_predict,
                                                               n_token, batch, recompute)
   bf16 = mode.startswith("bf16")
   policy = tf_keras.mixed_precision.global_policy()
   tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if bf16 else "float32")
   try:
-    step = benchmark_pretrain.compiled_train_step(config, feed, jit=True)
+    step = step_speed.compiled_train_step(config, feed, jit=True)
     print(f"{name} ({config.n_layer} x {config.d_model}), seq {seq_len}, {num_predict} "
           f"targets, recompute {recompute}; TensorFlow {tf.__version__}")
     return print_program(name, mode, batch, step, feed,
-                         benchmark_pretrain.step_flops(config, batch, seq_len, num_predict),
+                         step_speed.step_flops(config, batch, seq_len, num_predict),
                          top)
   finally:
     tf_keras.mixed_precision.set_global_policy(policy)

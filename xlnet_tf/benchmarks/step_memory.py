@@ -1,7 +1,7 @@
 r"""Activation memory of the compiled pretraining step, with and without recomputation:
 python -m experiments.step_memory.
 
-The step is the one of `xlnet_tf.benchmarks.pretrain` (`compiled_train_step`: encoder in
+The step is the one of `xlnet_tf.benchmarks.step_speed` (`compiled_train_step`: encoder in
 training mode, tied LM loss over the targets, clipping, AdamW; `config_and_feed`: seq 512, 85
 targets, two segments + <cls>, no dropout, bi_data off), XLA-compiled but never run: its
 memory is XLA's buffer assignment, which XLA writes next to the compiled program when
@@ -31,7 +31,7 @@ from typing import Dict, Sequence
 import tensorflow as tf
 import tf_keras
 
-from xlnet_tf.benchmarks import pretrain
+from xlnet_tf.benchmarks import step_speed
 from xlnet_tf.benchmarks.timing import cpu_description
 from xlnet_tf.configs import RECOMPUTE_MODES
 
@@ -72,9 +72,9 @@ def compiled_step_bytes(name: str, batch: int, recompute: str, precision: str,
   policy = tf_keras.mixed_precision.global_policy()
   tf_keras.mixed_precision.set_global_policy(PRECISIONS[precision])
   try:
-    config, feed, _, _ = pretrain.config_and_feed(name, seq_len, num_predict, n_token,
+    config, feed, _, _ = step_speed.config_and_feed(name, seq_len, num_predict, n_token,
                                                   batch=batch, recompute=recompute)
-    step = pretrain.compiled_train_step(config, feed, jit=True)
+    step = step_speed.compiled_train_step(config, feed, jit=True)
     step.experimental_get_compiler_ir(feed)(stage="optimized_hlo")   # compiles, dumps
   finally:
     tf_keras.mixed_precision.set_global_policy(policy)

@@ -21,7 +21,7 @@ TREC run file beside the results (`write_evaluation_files`).
 
 `folds` > 0 splits the queries of one file into folds by their order in it (query i is in
 fold i mod folds): the training split reads every fold but `fold`, the evaluation split
-`fold` only, as the paper's cross-validation (`pipelines.ranking` runs every fold).
+`fold` only, as the paper's cross-validation (`runs.ranking_folds` runs every fold).
 """
 
 import dataclasses
@@ -29,8 +29,7 @@ import functools
 import hashlib
 import logging
 import os
-import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 from official.core import config_definitions as cfg
@@ -198,7 +197,6 @@ class RankingTask(base.XLNetTask):
     self._splits: Dict[Tuple, SplitData] = {}
     self._stores: Dict[str, embedding_store.EmbeddingStore] = {}
     self.last_run: Optional[Dict[str, List[Tuple[str, float]]]] = None
-    self.timings: Dict[str, float] = {}
 
   # ---- what the task is ------------------------------------------------------------------
 
@@ -519,38 +517,37 @@ class RankingTask(base.XLNetTask):
 
   # ---- evaluation --------------------------------------------------------------------------
 
-  def rerank(self, model: tf_keras.Model, data: RankingDataConfig
-             ) -> Dict[str, List[Tuple[str, float]]]:
-    """qid -> [(docid, score)] of the split's queries, the candidates in the model's
-    order (equal scores by docid descending, as the TREC tools read a run:
-    `trec_files.ranked`)."""
+  def query_ranker(self, model: tf_keras.Model, data: RankingDataConfig
+                   ) -> Callable[[str], List[Tuple[str, float]]]:
+    """`rank(qid)` -> [(docid, score)]: the query's candidates in the model's order (equal
+    scores by docid descending, as the TREC tools read a run: `trec_files.ranked`), scored
+    from the cached embeddings of the split `data`."""
     split = self.split_data(data)
     queries = self.embeddings(data, "queries")
     documents = self.embeddings(data, "documents")
     q_len, n_len = self._lengths(data)
     width = max(1, max(len(c) for c in split.candidates.values()) if split.candidates else 1)
     score = tf.function(lambda inputs: model(inputs, training=False)["scores"])
-    run = {}
-    seconds = []                      # per query with candidates, from the cached embeddings
-    for qid in split.queries:
+
+    def rank(qid: str) -> List[Tuple[str, float]]:
       ranking = split.candidates.get(qid, [])
       if not ranking:
-        run[qid] = []
-        continue
-      start = time.perf_counter()
-      positions = np.zeros([1, width], np.int64)
+        return []
+      positions = np.zeros([1, width], np.int64)                       # [1, candidates]
       positions[0, :len(ranking)] = [documents.position[d] for d, _ in ranking]
       q, q_mask = queries.padded(np.asarray([queries.position[qid]]), q_len)
       d, d_mask = documents.padded(positions, n_len)
       d_mask[0, len(ranking):] = 0.0
       scores = score({"query_embeddings": q, "query_mask": q_mask,
                       "document_embeddings": d, "document_mask": d_mask}).numpy()[0]
-      run[qid] = trec_files.ranked((docid, scores[i]) for i, (docid, _) in enumerate(ranking))
-      seconds.append(time.perf_counter() - start)
-    # the mean after the first query (whose call also traces the graph)
-    steady = seconds[1:] or seconds
-    self.timings["rerank_seconds_per_query"] = sum(steady) / max(1, len(steady))
-    return run
+      return trec_files.ranked((docid, scores[i]) for i, (docid, _) in enumerate(ranking))
+    return rank
+
+  def rerank(self, model: tf_keras.Model, data: RankingDataConfig
+             ) -> Dict[str, List[Tuple[str, float]]]:
+    """qid -> [(docid, score)] of the split's queries (`query_ranker`)."""
+    rank = self.query_ranker(model, data)
+    return {qid: rank(qid) for qid in self.split_data(data).queries}
 
   def evaluate(self, model: tf_keras.Model, params: Optional[RankingDataConfig] = None,
                num_steps: int = -1) -> Dict[str, Any]:

@@ -51,7 +51,6 @@ from typing import Any, Dict, Optional
 
 from absl import logging
 from official.common import distribute_utils
-from official.core import exp_factory
 from official.core import task_factory
 from official.core import train_utils
 from official.modeling.hyperparams import params_dict
@@ -67,11 +66,7 @@ from xlnet_tf import presets
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.serving import export_card
-from xlnet_tf.data import pretrain_records
-from xlnet_tf.models.xlnet_pretrainer import check_attn_type
-from xlnet_tf.models.xlnet_pretrainer import objective_attn_type
 from xlnet_tf.tasks import base
-from xlnet_tf.tasks import pretraining
 from xlnet_tf.training import collapse
 from xlnet_tf.training import loop
 from xlnet_tf.training import run_directory
@@ -457,66 +452,6 @@ def export(task: base.XLNetTask, model_dir: str, export_dir: Optional[str] = Non
     raise
   print(f"exported {source} to {export_dir}")
   return export_dir
-
-
-# The network of a pretraining config (`pretraining.PretrainModelConfig`'s fields, which are
-# XLNetConfig's names); bi_data and reuse_len come from the records, attn_type from the
-# objective.
-_PRETRAIN_MODEL_KEYS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "ff_activation",
-                        "untie_r", "n_token", "mem_len", "dropout", "dropatt", "recompute",
-                        "clamp_len", "same_length", "initializer_range")
-
-
-def pretrain_options(model_dir: str, train_steps: int, **changes) -> loop.RunOptions:
-  """`loop.RunOptions` with the pretraining task's defaults (its `optimization`: the
-  paper's values, the released train.py's flags) and `changes`."""
-  defaults = exp_factory.get_exp_config(pretraining.KIND.experiment).task.optimization.as_dict()
-  return loop.RunOptions(model_dir=model_dir, train_steps=train_steps,
-                         **{**defaults, **changes})
-
-
-def pretrain(config: XLNetConfig, records: str, options: loop.RunOptions, *,
-             validation_records: str = "",
-             strategy: Optional[tf.distribute.Strategy] = None) -> Dict[str, Any]:
-  """Pretraining from Python through the driver: the "xlnet/pretraining" experiment with
-  `config`'s network and run options, the records of `records` and `options` (the loop,
-  the optimizer, the warm start), trained by `train` like every task (evaluating on
-  `validation_records` when given); returns its summary, the pretrained model directory in
-  summary["final_dir"].
-
-  Raises ValueError before any work when `config` disagrees with the records (bi_data,
-  reuse_len) or the objective (attn_type), or `options` sets what pretraining has no use
-  for (layer-wise decay, gradient accumulation, the collapse check)."""
-  check_attn_type(config.attn_type, options.objective)
-  manifest = pretrain_records.check_data(records)
-  settings = manifest["settings"]
-  if settings["bi_data"] != config.bi_data or settings["reuse_len"] != config.reuse_len:
-    raise ValueError(f"the model config says bi_data={config.bi_data}, reuse_len="
-                     f"{config.reuse_len}; the records were made with bi_data="
-                     f"{settings['bi_data']}, reuse_len={settings['reuse_len']}")
-  params = exp_factory.get_exp_config(pretraining.KIND.experiment)
-  optimization = params.task.optimization.as_dict()
-  values = dataclasses.asdict(options)
-  unused = [key for key in values if key not in optimization and key not in base.LOOP_FIELDS
-            and values[key] != getattr(loop.RunOptions, key)]
-  if unused:
-    raise ValueError(f"pretraining has no use for {unused} (fine-tuning's settings)")
-  params.override({
-      "task": {"model": {key: getattr(config, key) for key in _PRETRAIN_MODEL_KEYS},
-               "train_data": {"input_path": records},
-               "validation_data": {"input_path": validation_records},
-               "init_checkpoint": options.init_checkpoint or "",
-               "optimization": {key: values[key] for key in optimization}},
-      "trainer": {"train_steps": options.train_steps, "steps_per_loop": options.steps_per_loop,
-                  "checkpoint_interval": options.save_steps,
-                  "max_to_keep": options.max_checkpoints}})
-  task = task_factory.get_task(params.task, logging_dir=options.model_dir)
-  if objective_attn_type(options.objective) != config.attn_type:
-    raise ValueError(f"the model config says attn_type={config.attn_type!r}; the objective "
-                     f"{options.objective!r} trains with attn_type="
-                     f"{objective_attn_type(options.objective)!r}")
-  return train(task, params, options.model_dir, options.stop_at_step,
-               evaluate=bool(validation_records), strategy=strategy)
 
 
 def resolve_init_checkpoint(params):

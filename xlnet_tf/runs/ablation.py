@@ -1,6 +1,6 @@
 """The paper's Table 6 in miniature (python -m experiments.ablation): pretraining
 objectives and XLNet's parts, ablated at small scale on the demo's stages
-(xlnet_tf.pipelines.demo).
+(xlnet_tf.runs.demo).
 
 The method, the settings and what the figures mean are the command's
 (`experiments/ablation.py`, its --help); this module holds the code it runs.
@@ -14,7 +14,7 @@ from typing import Sequence
 from absl import logging
 import numpy as np
 
-from xlnet_tf.pipelines import demo as demo_pipeline
+from xlnet_tf.runs import demo as demo_run
 
 VARIANTS = {
     "plm_k6": {},
@@ -27,10 +27,10 @@ VARIANTS = {
 }
 
 def variant_settings(name: str, size: str, seed: int, pretrain_steps: int,
-                     finetune_steps: int) -> demo_pipeline.DemoSettings:
+                     finetune_steps: int) -> demo_run.DemoSettings:
   """The DemoSettings of one run: `seed` seeds the records, pretraining and fine-tuning;
   K = 7 also predicts proportionally fewer tokens."""
-  base = demo_pipeline.DemoSettings.for_size(
+  base = demo_run.DemoSettings.for_size(
       size, pretrain_steps=pretrain_steps, finetune_steps=finetune_steps, seed=seed,
       finetune_seeds=(seed,), compare_random_init=False)
   overrides = dict(VARIANTS[name])
@@ -42,14 +42,14 @@ def variant_settings(name: str, size: str, seed: int, pretrain_steps: int,
   return dataclasses.replace(base, **overrides)
 
 
-def run_variant(work_dir: str, name: str, settings: demo_pipeline.DemoSettings,
+def run_variant(work_dir: str, name: str, settings: demo_run.DemoSettings,
                 shared_dir: str):
   """Runs (or reuses) one variant's records, pretraining and fine-tuning."""
   run_dir = os.path.join(work_dir, f"{name}-seed{settings.seed}")
   # The text and vocabulary are shared.
-  demo_pipeline.link_stages(run_dir, {stage: shared_dir for stage in ("corpus", "spiece")})
+  demo_run.link_stages(run_dir, {stage: shared_dir for stage in ("corpus", "spiece")})
   stages = ("records", "pretrain", "finetune") if settings.pretrain_steps else ("finetune",)
-  return demo_pipeline.run_all(run_dir, settings, stages=stages,
+  return demo_run.run_all(run_dir, settings, stages=stages,
                                report=lambda line: print(f"{name} seed {settings.seed}: "
                                                          f"{line}", flush=True))
 
@@ -107,8 +107,8 @@ def ablate(work_dir: str, variants: Sequence[str], seeds: Sequence[int], size: s
   logging.set_verbosity(logging.WARNING)
   work_dir = os.path.abspath(work_dir)
   shared_dir = os.path.join(work_dir, "shared")
-  shared = demo_pipeline.DemoSettings.for_size(size)
-  demo_pipeline.run_all(shared_dir, shared, stages=("corpus", "spiece"))
+  shared = demo_run.DemoSettings.for_size(size)
+  demo_run.run_all(shared_dir, shared, stages=("corpus", "spiece"))
 
   runs = []
   for seed in seeds:

@@ -10,7 +10,7 @@ import pytest
 import helpers
 import tensorflow as tf
 
-from xlnet_tf.pipelines import plots
+from xlnet_tf.runs import plots
 from helpers import small_config
 from xlnet_tf import masks
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer

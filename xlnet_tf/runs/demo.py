@@ -27,7 +27,7 @@ sentences reaches SentencePiece or pretraining.
 `demo` is `make demo` (python -m experiments.demo): every stage, then the predictions, the
 summary table (also WORK_DIR/summary.md) and where the artefacts went, printed. The
 runners of experiments/ (ablation, transfer, precision_curves) share these stages
-(xlnet_tf.pipelines.ablation, transfer; xlnet_tf.benchmarks.precision_curves).
+(xlnet_tf.runs.ablation, transfer; xlnet_tf.runs.precision_curves).
 """
 
 import collections

@@ -4,7 +4,7 @@ the flags as an override of the "xlnet/classification" experiment
 results file and --do_predict's GLUE submission TSV.
 
 Everything reads the entry point's flags from `values`, the absl FlagValues it is given
-(defined by experiments/run_classifier.py, strategy_flags.py and released_flags.py; the
+(defined by experiments/run_classifier.py, strategy_flags.py and flag_translation.py; the
 released names are translated before `run`). The training internals the entry point
 needs (the choices of its enum flags) are named here, in one place.
 """
@@ -22,7 +22,7 @@ from xlnet_tf import model_directory
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.layers import sequence_summary
-from xlnet_tf.tasks import released_flags
+from xlnet_tf.runs.released import flag_translation
 from xlnet_tf.tasks import train_lib
 from xlnet_tf.training import loop
 from xlnet_tf.training import optimization
@@ -83,11 +83,11 @@ def experiment_override(values: flags.FlagValues):
       "trainer": {"train_steps": values.train_steps, "steps_per_loop": values.iterations,
                   "checkpoint_interval": values.save_steps,
                   "max_to_keep": values.max_checkpoints},
-      "runtime": released_flags.runtime_override(values)}
+      "runtime": flag_translation.runtime_override(values)}
 
 
 def _check_batch(values) -> None:
-  hosts, per_host = released_flags.devices(values)
+  hosts, per_host = flag_translation.devices(values)
   divisor = (hosts or 1) * (per_host or 1) * values.grad_accum_steps
   if values.train_batch_size % divisor:
     raise app.UsageError(f"--train_batch_size ({values.train_batch_size}) must be "
@@ -123,14 +123,14 @@ def _predict(params, values):
   print(f"wrote {count} predictions to {path}")
 
 
-@released_flags.reporting_disk_full("run_classifier")
+@flag_translation.reporting_disk_full("run_classifier")
 def run(values: flags.FlagValues) -> None:
   """Trains (--do_train), evaluates (--do_eval) and predicts (--do_predict) as the flags
   say, after checking everything checkable (one line naming the flag otherwise). The
-  released flag names are translated (`released_flags.apply`) before."""
+  released flag names are translated (experiments/released_flags.py `apply`) before."""
   if not (values.do_train or values.do_eval or values.do_predict):
     raise app.UsageError("nothing to do: give --do_train, --do_eval and/or --do_predict")
-  released_flags.check_paths(
+  flag_translation.check_paths(
       "run_classifier",
       inputs={"init_checkpoint": "directory of pretrained weights (save_pretrained, "
                                  "xlnet_tf.convert) or a model.ckpt prefix",

@@ -14,7 +14,7 @@ from typing import Sequence
 from absl import logging
 import numpy as np
 
-from xlnet_tf.pipelines import demo as demo_pipeline
+from xlnet_tf.runs import demo as demo_run
 from xlnet_tf.training import collapse
 
 # Pretraining's Adam bias correction per recipe.
@@ -30,19 +30,19 @@ def collapsed(run) -> bool:
           or run["held_out"] < run["held_out_majority"] + MAJORITY_MARGIN)
 
 
-def run_matrix(work_dir: str, base: demo_pipeline.DemoSettings, recipes, lrs, seeds,
+def run_matrix(work_dir: str, base: demo_run.DemoSettings, recipes, lrs, seeds,
                report=print):
   """Runs (or reuses) the data, one pretraining per recipe and the fine-tuning runs;
   returns (pretraining summaries per recipe, fine-tuning runs)."""
   data_dir = os.path.join(work_dir, "data")
-  demo_pipeline.run_all(data_dir, base, stages=("corpus", "spiece", "records"),
+  demo_run.run_all(data_dir, base, stages=("corpus", "spiece", "records"),
                         report=lambda line: report(f"data: {line}"))
   pretrained = {}
   for recipe in recipes:
     settings = dataclasses.replace(base, pretrain_adam_bias_correction=RECIPES[recipe])
     run_dir = os.path.join(work_dir, f"pretrain-{recipe}")
-    demo_pipeline.link_stages(run_dir, {s: data_dir for s in ("corpus", "spiece", "records")})
-    pretrained[recipe] = demo_pipeline.run_all(
+    demo_run.link_stages(run_dir, {s: data_dir for s in ("corpus", "spiece", "records")})
+    pretrained[recipe] = demo_run.run_all(
         run_dir, settings, stages=("pretrain",),
         report=lambda line, r=recipe: report(f"pretrain {r}: {line}"))["pretrain"]
 
@@ -60,8 +60,8 @@ def run_matrix(work_dir: str, base: demo_pipeline.DemoSettings, recipes, lrs, se
         sources = {"spiece": data_dir}
         if recipe:
           sources["pretrain"] = os.path.join(work_dir, f"pretrain-{recipe}")
-        demo_pipeline.link_stages(run_dir, sources)
-        summary = demo_pipeline.run_all(
+        demo_run.link_stages(run_dir, sources)
+        summary = demo_run.run_all(
             run_dir, settings, stages=("finetune",),
             report=lambda line, n=name: report(f"{n} lr {lr:g} seed {seed}: {line}"))
         [run] = summary["finetune"]["runs"]
@@ -123,7 +123,7 @@ def transfer(work_dir: str, corpus: str, size: str, recipes: Sequence[str],
   tables; returns (pretraining summaries per recipe, fine-tuning runs)."""
   logging.set_verbosity(logging.WARNING)
   work_dir = os.path.abspath(work_dir)
-  base = demo_pipeline.DemoSettings.for_size(size, corpus=corpus)
+  base = demo_run.DemoSettings.for_size(size, corpus=corpus)
   pretrained, runs = run_matrix(work_dir, base, recipes, lrs, seeds,
                                 report=lambda line: print(line, flush=True))
   table = results_table(pretrained, runs)

@@ -6,7 +6,7 @@ flags are given.
 
 Everything reads the entry point's flags from `values`, the absl FlagValues it is given
 (defined by experiments/run_squad.py, task_flags.py, strategy_flags.py and
-released_flags.py; the released names are translated before `run`). The training
+flag_translation.py; the released names are translated before `run`). The training
 internals the entry point needs (the choices of its enum flags) are named here, in one
 place.
 """
@@ -23,7 +23,7 @@ from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import sample_data
 from xlnet_tf.tasks import squad
-from xlnet_tf.tasks import released_flags
+from xlnet_tf.runs.released import flag_translation
 from xlnet_tf.tasks import squad as squad_task
 from xlnet_tf.tasks import train_lib
 from xlnet_tf.training import loop
@@ -78,9 +78,9 @@ def _params(values: flags.FlagValues, model_source=None):
   params.override({
       "task": {**task, "model": model, "train_data": train_data,
                "validation_data": validation_data,
-               "optimization": released_flags.optimization_override(values)},
-      "trainer": released_flags.trainer_override(values),
-      "runtime": released_flags.runtime_override(values)}, is_strict=True)
+               "optimization": flag_translation.optimization_override(values)},
+      "trainer": flag_translation.trainer_override(values),
+      "runtime": flag_translation.runtime_override(values)}, is_strict=True)
   params.validate()
   params.lock()
   return params
@@ -105,11 +105,11 @@ _STOPPED = (train_lib.ConfigError, FileNotFoundError, FileExistsError,
             NotADirectoryError) + run_directory.RUN_STOPPED
 
 
-@released_flags.reporting_disk_full("run_squad")
+@flag_translation.reporting_disk_full("run_squad")
 def run(values: flags.FlagValues) -> None:
   """--do_train, --do_predict and --do_export as the flags say, after checking everything
   checkable (one line naming the flag otherwise). The released flag names are translated
-  (`released_flags.apply`) before."""
+  (experiments/released_flags.py `apply`) before."""
   if not (values.do_train or values.do_predict or values.do_export):
     raise app.UsageError("nothing to do: give --do_train, --do_predict and/or --do_export")
   if values.do_train and not values.train_file:
@@ -126,7 +126,7 @@ def run(values: flags.FlagValues) -> None:
       values[name].value = values[name].value and sample_data.resolve(values[name].value)
     except ValueError as e:
       raise app.UsageError(f"--{name}: {e}") from None
-  released_flags.check_paths(
+  flag_translation.check_paths(
       "run_squad",
       inputs={"init_checkpoint": "directory of pretrained weights", "spiece_model_file":
               "SentencePiece model file", "model_config_path": "xlnet_config.json file",

@@ -1,5 +1,5 @@
 """Serving whole documents: the memory's linear cost against one pass over the whole length
-(issue 30; python -m experiments.benchmark_long_documents --part=serving).
+(issue 30; python -m experiments.benchmark_long_documents).
 
 Two SavedModels of the same classifier (random weights: latency does not depend on them),
 both raw text in, probabilities out:
@@ -22,7 +22,7 @@ from typing import Dict, Optional, Sequence
 import tensorflow as tf
 
 from xlnet_tf import model_directory
-from xlnet_tf.benchmarks import serving
+from xlnet_tf.benchmarks import serving_latency
 from xlnet_tf.benchmarks.timing import cpu_description
 from xlnet_tf.benchmarks.timing import median_seconds
 from xlnet_tf.configs import XLNetConfig
@@ -61,7 +61,7 @@ def attention_gb(config: XLNetConfig, length: int) -> float:
 def run(work: str, n_layer: int, d_model: int, lengths: Sequence[int], segment_length: int,
         calls: int, memory_budget_gb: float, spiece: Optional[str] = None) -> None:
   """Prints the table (ms per document) with the machine's facts."""
-  spiece = serving.spiece_model(work, spiece)
+  spiece = serving_latency.spiece_model(work, spiece)
   vocab = tokenization.load_spiece(spiece).get_piece_size()
   config = XLNetConfig(n_layer=n_layer, d_model=d_model, n_head=d_model // 64, d_head=64,
                        d_inner=4 * d_model, n_token=vocab, dropout=0.0, dropatt=0.0)

@@ -1,7 +1,7 @@
 """Does bfloat16 pretraining learn like float32? Loss curves of short runs, side by side
 (python -m experiments.precision_curves).
 
-The demo's small model and records (xlnet_tf.pipelines.demo, demo size) are pretrained
+The demo's small model and records (xlnet_tf.runs.demo, demo size) are pretrained
 for `steps` with precision float32 and with bfloat16 (the `mixed_bfloat16` policy:
 bfloat16 matmuls and activations, float32 weights, optimizer and loss), each with every
 seed (the seed sets the initial weights, dropout and the shard order); `jit_compile` runs
@@ -18,13 +18,13 @@ from typing import Sequence
 
 import numpy as np
 
-from xlnet_tf.pipelines import demo as demo_pipeline
-from xlnet_tf.tasks import train_lib
+from xlnet_tf.runs import demo as demo_run
+from xlnet_tf.runs import pretraining
 
 _PRECISIONS = ("float32", "bfloat16")
 
 
-def run(work_dir: str, settings: demo_pipeline.DemoSettings, precision: str, seed: int,
+def run(work_dir: str, settings: demo_run.DemoSettings, precision: str, seed: int,
         steps: int, steps_per_loop: int, jit_compile: bool = False):
   """Per-loop mean losses of one pretraining run (reused if it already finished)."""
   run_dir = os.path.join(work_dir, f"{precision}-seed{seed}" + ("-xla" if jit_compile else ""))
@@ -37,13 +37,13 @@ def run(work_dir: str, settings: demo_pipeline.DemoSettings, precision: str, see
                        f"--steps_per_loop={steps_per_loop} asks for {steps // steps_per_loop}:"
                        f" give another --work_dir")
     return losses
-  options = train_lib.pretrain_options(
+  options = pretraining.pretrain_options(
       run_dir, steps, learning_rate=settings.pretrain_lr,
       warmup_steps=min(settings.pretrain_warmup, steps // 10), steps_per_loop=steps_per_loop,
       save_steps=steps, seed=seed, precision=precision, jit_compile=jit_compile)
-  result = train_lib.pretrain(
+  result = pretraining.pretrain(
       settings.model_config(),
-      os.path.join(demo_pipeline.stage_dir(work_dir, "records"), "data"), options)
+      os.path.join(demo_run.stage_dir(work_dir, "records"), "data"), options)
   losses = result["losses"]
   with open(done + ".tmp", "w") as f:
     json.dump(losses, f)
@@ -93,8 +93,8 @@ def measure(work_dir: str, steps: int, steps_per_loop: int, seeds: Sequence[int]
   precision; writes results.json and precision_curves.png there and prints the losses and
   the precisions' gap. Returns the curves {(precision, seed): per-loop losses}."""
   os.makedirs(work_dir, exist_ok=True)
-  settings = demo_pipeline.DemoSettings.for_size("demo")
-  demo_pipeline.run_all(work_dir, settings, stages=("corpus", "spiece", "records"),
+  settings = demo_run.DemoSettings.for_size("demo")
+  demo_run.run_all(work_dir, settings, stages=("corpus", "spiece", "records"),
                         report=lambda line: print(line, flush=True))
   curves = {}
   for seed in seeds:

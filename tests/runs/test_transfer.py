@@ -1,10 +1,10 @@
 """Pretraining and fine-tuning from it (issue 28): the speeches corpus of the transfer runner
-(experiments/transfer.py, xlnet_tf/pipelines/transfer.py) and its results table; a
+(experiments/transfer.py, xlnet_tf/runs/transfer.py) and its results table; a
 pretrained start that must not collapse, at tiny size (slow); and the pipeline at its demo
 size, pretrained against random weights on the held-out movie-review sentences (slow,
 ~3 min).
 
-The run is the demo's pipeline (xlnet_tf/pipelines/demo.py) at its demo size:
+The run is the demo's pipeline (xlnet_tf/runs/demo.py) at its demo size:
 SentencePiece and pretraining records from the shuffled TRAIN-split review sentences,
 3,000 pretraining steps of a 2 x 128 model, then fine-tuning on the train split with two
 seeds from the pretrained weights and two from random weights, everything else equal.
@@ -31,20 +31,20 @@ import re
 
 import pytest
 
-from xlnet_tf.pipelines import demo as demo_pipeline
-from xlnet_tf.pipelines import transfer
+from xlnet_tf.runs import demo as demo_run
+from xlnet_tf.runs import transfer
 
 
 def test_the_speeches_corpus_holds_out_every_tenth_speech_one_sentence_per_line(tmp_path):
-  settings = demo_pipeline.DemoSettings(corpus="sotu")
-  summary = demo_pipeline.run_all(str(tmp_path), settings, stages=("corpus",),
+  settings = demo_run.DemoSettings(corpus="sotu")
+  summary = demo_run.run_all(str(tmp_path), settings, stages=("corpus",),
                                   report=lambda line: None)["corpus"]
-  speeches = sorted(os.path.basename(p) for p in glob.glob(demo_pipeline.SOTU_GLOB))
+  speeches = sorted(os.path.basename(p) for p in glob.glob(demo_run.SOTU_GLOB))
   assert len(speeches) == 123
   pretraining = sorted(os.path.basename(p)
-                       for p in glob.glob(demo_pipeline.corpus_glob(str(tmp_path))))
+                       for p in glob.glob(demo_run.corpus_glob(str(tmp_path))))
   held_out = sorted(os.path.basename(p)
-                    for p in glob.glob(demo_pipeline.held_out_glob(str(tmp_path))))
+                    for p in glob.glob(demo_run.held_out_glob(str(tmp_path))))
   assert held_out == speeches[5::10] and len(held_out) == 12
   assert sorted(pretraining + held_out) == speeches
   assert (summary["words"], summary["held_out_words"]) == (775668, 115147), summary
@@ -53,14 +53,14 @@ def test_the_speeches_corpus_holds_out_every_tenth_speech_one_sentence_per_line(
   assert len(lines) > 300 and max(len(line) for line in lines) < 2000
   assert all(re.match(r'["A-Z]', line) for line in lines[1:])   # split where one begins
   with pytest.raises(ValueError, match="corpus must be one of"):
-    demo_pipeline.DemoSettings(corpus="speeches")
+    demo_run.DemoSettings(corpus="speeches")
 
 
 @pytest.mark.slow
 def test_pretrained_fine_tunes_as_well_as_random_init_on_held_out_sentiment(tmp_path):
-  settings = demo_pipeline.DemoSettings(finetune_seeds=(0, 1), compare_random_init=True)
-  summaries = demo_pipeline.run_all(str(tmp_path), settings,
-                                    stages=demo_pipeline.STAGES[:5])
+  settings = demo_run.DemoSettings(finetune_seeds=(0, 1), compare_random_init=True)
+  summaries = demo_run.run_all(str(tmp_path), settings,
+                                    stages=demo_run.STAGES[:5])
   finetune = summaries["finetune"]
   print("\nheld-out accuracy (dev + test), per fine-tuning seed:")
   for run in finetune["runs"]:
@@ -133,7 +133,7 @@ def test_a_pretrained_start_does_not_collapse_at_tiny_size(tmp_path):
   pretraining separates the recipes less well: 300 steps at 1e-3 or 3e-3, the released
   recipe does not collapse (60.9%, 60.6%); at 5e-3 or 1e-2 it does, but the corrected
   recipe's start then fine-tunes to 59-63% with seed 1's loss 0.659, near the line."""
-  base = demo_pipeline.DemoSettings.for_size("tiny", **TINY_TRANSFER)
+  base = demo_run.DemoSettings.for_size("tiny", **TINY_TRANSFER)
   pretrained, runs = transfer.run_matrix(str(tmp_path), base, ["small"],
                                          [TINY_TRANSFER["finetune_lr"]], [0],
                                          report=lambda line: None)

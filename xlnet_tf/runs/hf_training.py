@@ -1,5 +1,5 @@
 """HuggingFace's XLNet trained in PyTorch the way the released code trains: the reference
-that tests/training/test_training_parity.py and xlnet_tf.benchmarks.hf_pretraining_steps
+that tests/training/test_training_parity.py and xlnet_tf.runs.hf_pretraining_steps
 (python -m experiments.hf_pretraining_steps) step ours against.
 
 `ReleasedOptimizer` is the released get_train_op (model_utils.py) written from torch

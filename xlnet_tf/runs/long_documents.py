@@ -1,10 +1,10 @@
 """Reading whole speeches through the memory against reading one segment of them (issue 30;
-python -m experiments.benchmark_long_documents).
+python -m experiments.long_documents).
 
 The task: the era of a State of the Union address (1900-1932, 1933-1980, 1981-2021) from its
 text alone (the year and the president's name are in the file name, not in the text). The
 method, the settings and what the figures mean are the command's
-(`experiments/benchmark_long_documents.py`, its --help); this module holds the code it runs.
+(`experiments/long_documents.py`, its --help); this module holds the code it runs.
 """
 
 import dataclasses
@@ -20,7 +20,7 @@ from official.core import exp_factory
 from official.core import task_factory
 
 from xlnet_tf.data import sample_data
-from xlnet_tf.pipelines import demo as demo_pipeline
+from xlnet_tf.runs import demo as demo_run
 from xlnet_tf.tasks import classification
 from xlnet_tf.tasks import train_lib
 
@@ -60,7 +60,7 @@ def era_of(year: int) -> str:
 
 def speeches() -> List[Dict[str, Any]]:
   """The bundled speeches in file-name order: id (the file name's stem), year, era, text,
-  and whether the demo's pretraining held it out (`demo_pipeline.make_sotu_corpus`)."""
+  and whether the demo's pretraining held it out (`demo_run.make_sotu_corpus`)."""
   paths = sorted(glob.glob(SPEECHES_GLOB))
   if not paths:
     raise FileNotFoundError(f"{SPEECHES_GLOB}: the bundled speeches are missing")
@@ -71,8 +71,8 @@ def speeches() -> List[Dict[str, Any]]:
     with open(path, encoding="utf-8") as f:
       text = " ".join(f.read().split())
     rows.append({"id": stem, "year": year, "era": era_of(year), "text": text,
-                 "held_out_of_pretraining": (index % demo_pipeline.HELD_OUT_EVERY ==
-                                             demo_pipeline.HELD_OUT_REMAINDER)})
+                 "held_out_of_pretraining": (index % demo_run.HELD_OUT_EVERY ==
+                                             demo_run.HELD_OUT_REMAINDER)})
   return rows
 
 
@@ -197,11 +197,11 @@ def summary_table(results: Dict[str, Any], settings: EraSettings) -> List[str]:
 def pretrained_model(work_dir: str, report: Callable[[str], None] = print) -> str:
   """The demo's small model pretrained on the speeches (`DemoSettings.for_size("small",
   corpus="sotu")`: 12 speeches held out; reused when done); returns its final/."""
-  settings = demo_pipeline.DemoSettings.for_size("small", corpus="sotu")
-  demo_pipeline.run_all(work_dir, settings,
+  settings = demo_run.DemoSettings.for_size("small", corpus="sotu")
+  demo_run.run_all(work_dir, settings,
                         stages=("corpus", "spiece", "records", "pretrain"),
                         report=lambda line: report(f"pretrain: {line}"))
-  return os.path.join(demo_pipeline.stage_dir(work_dir, "pretrain"), train_lib.FINAL_DIR)
+  return os.path.join(demo_run.stage_dir(work_dir, "pretrain"), train_lib.FINAL_DIR)
 
 
 def _write_atomic(path: str, text: str) -> None:
@@ -210,7 +210,7 @@ def _write_atomic(path: str, text: str) -> None:
   os.replace(path + ".partial", path)
 
 
-def benchmark(work_dir: str, init_checkpoint: str, settings: EraSettings, command: str,
+def compare_readings(work_dir: str, init_checkpoint: str, settings: EraSettings, command: str,
               report: Callable[[str], None] = print) -> Dict[str, Any]:
   """The pretrained model (`init_checkpoint`, or `pretrained_model`), every run of
   `run_matrix`; writes WORK_DIR/results.json and results.md (headed by `command`)."""

@@ -1,5 +1,5 @@
 """The paper's ranking comparison on a collection, by query folds (issue 31;
-python -m experiments.benchmark_ranking): BM25 alone, K-NRM over the model's word-embedding
+python -m experiments.ranking_folds): BM25 alone, K-NRM over the model's word-embedding
 table (context-free) and K-NRM over its contextual embeddings, with the same candidates and
 the same folds.
 
@@ -8,8 +8,8 @@ experiment, `task.fold` = f) on the other folds' queries and evaluated on fold f
 folds' runs together are the ranker's run over every query, scored once by
 `evaluation.ranking_metrics` (NDCG@20 and ERR@20 by gdeval, MAP, P@20), as is the candidates'
 own ranking (BM25). The embeddings are cached in one directory for every fold and ranker
-(computed once per model, layer and collection); the time to compute them and to rerank a
-query's candidates is measured here. Finished runs are reused.
+(computed once per model, layer and collection). Finished runs are reused. The time to
+embed and to rerank is measured by `xlnet_tf.benchmarks.ranking_latency`.
 """
 
 import dataclasses
@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from official.core import task_factory
 
-from xlnet_tf.data import feature_cache
+from xlnet_tf import paths
 from xlnet_tf.data import trec_files
 from xlnet_tf.evaluation import ranking_metrics
 from xlnet_tf.tasks import ranking
@@ -61,13 +61,6 @@ def fold_params(settings: RankingSettings, init_checkpoint: str, cache_dir: str,
   override = ",".join(o for o in (settings.params_override, ours) if o)
   return train_lib.resolve_init_checkpoint(
       train_lib.parse_params(ranking.KIND.experiment, [settings.config_file], override))
-
-
-def _write_text(path: str, text: str) -> None:
-  def write(partial):
-    with open(partial, "w", encoding="utf-8") as f:
-      f.write(text)
-  feature_cache.write_atomic(path, write)
 
 
 def _reused_run(model_dir: str, run_file: str, settings: Dict[str, Any]) -> bool:
@@ -112,13 +105,12 @@ def random_order(qrels: Dict[str, Dict[str, int]],
 
 def run_ranker(work_dir: str, settings: RankingSettings, init_checkpoint: str,
                ranker: str, report: Callable[[str], None] = print
-               ) -> Tuple[Dict[str, List[Tuple[str, float]]], Dict[str, float]]:
-  """(the run over every query, timings) of one ranker: its folds trained and evaluated
-  (bm25: the candidates of each fold's test queries)."""
+               ) -> Dict[str, List[Tuple[str, float]]]:
+  """The run over every query of one ranker: its folds trained and evaluated (bm25: the
+  candidates of each fold's test queries)."""
   cache_dir = os.path.join(work_dir, "cache")
   layer = embedding_layer(ranker)
   merged: Dict[str, List[Tuple[str, float]]] = {}
-  timings: Dict[str, float] = {}
   for fold in range(settings.folds):
     params = fold_params(settings, init_checkpoint, cache_dir, fold,
                          -1 if layer is None else layer)
@@ -132,28 +124,18 @@ def run_ranker(work_dir: str, settings: RankingSettings, init_checkpoint: str,
     run_file = os.path.join(model_dir, f"run_{data.split}.trec")
     fold_settings = {"params": params.as_dict(), "ranker": ranker}
     if not _reused_run(model_dir, run_file, json.loads(json.dumps(fold_settings))):
-      queries = task.embeddings(data, "queries")
-      documents = task.embeddings(data, "documents")
-      timings["embed_documents_seconds"] = documents.info.get("seconds")
-      timings["embed_queries_seconds"] = queries.info.get("seconds")
-      timings["embedded_documents"] = len(documents)
       train_lib.run(params, "train", model_dir)
       model = task.load_model_dir(os.path.join(model_dir, train_lib.FINAL_DIR))
       run = task.rerank(model, data)
-      timings.setdefault("rerank_seconds_per_query", []).append(
-          task.timings["rerank_seconds_per_query"])
-      _write_text(os.path.join(model_dir, FOLD_SETTINGS),
+      paths.write_text(os.path.join(model_dir, FOLD_SETTINGS),
                   json.dumps(fold_settings, indent=1, sort_keys=True))
       trec_files.write_run(run_file, run, tag=ranker)
       report(f"{ranker} fold {fold}: trained and reranked")
     merged.update(trec_files.read_run(run_file))
-  if "rerank_seconds_per_query" in timings:
-    values = timings["rerank_seconds_per_query"]
-    timings["rerank_seconds_per_query"] = sum(values) / len(values)
-  return merged, timings
+  return merged
 
 
-def benchmark(work_dir: str, init_checkpoint: str, settings: RankingSettings, command: str,
+def compare(work_dir: str, init_checkpoint: str, settings: RankingSettings, command: str,
               report: Callable[[str], None] = print) -> Dict[str, Any]:
   """Every ranker over every fold; writes WORK_DIR/results.json, results.md and each
   ranker's run over all queries (WORK_DIR/<ranker>.trec)."""
@@ -170,68 +152,33 @@ def benchmark(work_dir: str, init_checkpoint: str, settings: RankingSettings, co
                              "queries": len(split.all_queries),
                              "documents": len(task.collection())}
   for ranker in settings.rankers:
-    run, timings = run_ranker(work_dir, settings, init_checkpoint, ranker, report)
+    run = run_ranker(work_dir, settings, init_checkpoint, ranker, report)
     trec_files.write_run(os.path.join(work_dir, f"{ranker}.trec"), run, tag=ranker)
     measured = ranking_metrics.evaluate_run(qrels, run, cutoff=ranking.CUTOFF)
     results["rankers"][ranker] = {
         **{key: measured[key] for key in ranking.MEASURES},
-        "num_queries": measured["num_queries"], **timings}
+        "num_queries": measured["num_queries"]}
     report(f"{ranker}: " + ", ".join(f"{key} {measured[key]:.4f}"
                                       for key in ranking.MEASURES))
   if "bm25" in results["rankers"]:
     results["random_order"] = random_order(
         qrels, trec_files.read_run(os.path.join(work_dir, "bm25.trec")))
-  _write_text(os.path.join(work_dir, "results.json"), json.dumps(results, indent=1))
+  paths.write_text(os.path.join(work_dir, "results.json"), json.dumps(results, indent=1))
   lines = [f"Command: `{command}`", "",
            f"{results['queries']} queries, {results['documents']} documents, "
            f"{settings.folds} folds; the top {params.task.num_candidates} candidates reranked "
            f"(bm25: the candidates' own order; BM25's unless the experiment gives a "
            f"candidate run).",
-           "", "| ranker | NDCG@20 | ERR@20 | MAP | P@20 | embed (s) | rerank (ms/query) |",
-           "|---|---|---|---|---|---|---|"]
+           "", "| ranker | NDCG@20 | ERR@20 | MAP | P@20 |", "|---|---|---|---|---|"]
   for ranker, row in results["rankers"].items():
-    embed = row.get("embed_documents_seconds")
-    rerank = row.get("rerank_seconds_per_query")
     lines.append(f"| {ranker} | {row['ndcg@20']:.4f} | {row['err@20']:.4f} | "
-                 f"{row['map']:.4f} | {row['p@20']:.4f} | "
-                 f"{'-' if embed is None else f'{embed:.1f}'} | "
-                 f"{'-' if rerank is None else f'{1000 * rerank:.1f}'} |")
+                 f"{row['map']:.4f} | {row['p@20']:.4f} |")
   if "random_order" in results:
     row = results["random_order"]
     lines.append("| the candidates in a random order (" + str(RANDOM_DRAWS) + " draws: mean "
                  "[min, max]) | " + " | ".join(
                      f"{row[key]['mean']:.4f} [{row[key]['min']:.4f}, {row[key]['max']:.4f}]"
-                     for key in ranking.MEASURES) + " | - | - |")
-  _write_text(os.path.join(work_dir, "results.md"), "\n".join(lines) + "\n")
+                     for key in ranking.MEASURES) + " |")
+  paths.write_text(os.path.join(work_dir, "results.md"), "\n".join(lines) + "\n")
   report("\n".join(lines))
-  return results
-
-
-def timing(work_dir: str, init_checkpoint: str, settings: RankingSettings,
-           report: Callable[[str], None] = print) -> Dict[str, Any]:
-  """The time to embed the collection (its queries and candidates, into a fresh cache
-  WORK_DIR/timing-<n>) and to rerank one query's candidates from it, for each K-NRM ranker
-  of `settings` with its fold-0 model of a finished `benchmark` in WORK_DIR; writes
-  WORK_DIR/timing.json."""
-  runs = len([n for n in os.listdir(work_dir) if n.startswith("timing-")])
-  cache_dir = os.path.join(work_dir, f"timing-{runs}")
-  results = {}
-  for ranker in settings.rankers:
-    layer = embedding_layer(ranker)
-    if layer is None:
-      continue
-    params = fold_params(settings, init_checkpoint, cache_dir, 0, layer)
-    task = task_factory.get_task(params.task)
-    data = params.task.validation_data
-    queries = task.embeddings(data, "queries")
-    documents = task.embeddings(data, "documents")
-    model = task.load_model_dir(os.path.join(work_dir, ranker, "fold0", train_lib.FINAL_DIR))
-    task.rerank(model, data)
-    results[ranker] = {
-        "queries": len(queries), "embed_queries_seconds": queries.info["seconds"],
-        "documents": len(documents), "pieces": int(documents.lengths.sum()),
-        "embed_documents_seconds": documents.info["seconds"],
-        "rerank_ms_per_query": 1000 * task.timings["rerank_seconds_per_query"]}
-    report(f"{ranker}: " + json.dumps(results[ranker]))
-  _write_text(os.path.join(work_dir, "timing.json"), json.dumps(results, indent=1))
   return results

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from xlnet_tf.pipelines import long_documents
+from xlnet_tf.runs import long_documents
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from helpers import small_config
 from xlnet_tf import pretrained
-from xlnet_tf.applications import embedding
+from xlnet_tf.inference import embedding
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.serving import encoder_export
 

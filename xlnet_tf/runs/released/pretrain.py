@@ -4,7 +4,7 @@ pretraining.py), checked against the records' manifest and the strategy, trained
 encoder optionally exported) by `train_lib.run`.
 
 Everything reads the entry point's flags from `values`, the absl FlagValues it is given
-(the flags are defined by experiments/pretrain.py, strategy_flags.py and released_flags.py;
+(the flags are defined by experiments/pretrain.py, strategy_flags.py and flag_translation.py;
 the released names are translated before `run`). The training internals the entry point
 needs (the choices of its enum flags) are named here, in one place.
 """
@@ -20,7 +20,7 @@ import xlnet_tf.tasks.all_tasks  # noqa: F401  (registers every task and its exp
 from xlnet_tf import configs
 from xlnet_tf import paths
 from xlnet_tf.data import pretrain_reader
-from xlnet_tf.tasks import released_flags
+from xlnet_tf.runs.released import flag_translation
 from xlnet_tf.tasks import train_lib
 from xlnet_tf.training import optimization
 from xlnet_tf.data import pretrain_records
@@ -56,7 +56,7 @@ def experiment_override(values: flags.FlagValues):
       "trainer": {"train_steps": values.train_steps, "steps_per_loop": values.steps_per_loop,
                   "checkpoint_interval": values.save_steps,
                   "max_to_keep": values.max_checkpoints},
-      "runtime": released_flags.runtime_override(values)}
+      "runtime": flag_translation.runtime_override(values)}
 
 
 def check_options(params, values: flags.FlagValues) -> None:
@@ -105,7 +105,7 @@ def is_chief() -> bool:
 def run(values: flags.FlagValues) -> None:
   """Checks everything checkable before any work (one line naming the flag otherwise),
   trains to --train_steps (or --stop_at_step), exports with --export_dir, prints the
-  summary. The released flag names are translated (`released_flags.apply`) before."""
+  summary. The released flag names are translated (experiments/released_flags.py `apply`) before."""
   try:                                             # everything checkable, before any work
     paths.check_input_path(values.init_checkpoint, "--init_checkpoint",
                            "directory written by save_pretrained / xlnet_tf.convert")
@@ -121,7 +121,7 @@ def run(values: flags.FlagValues) -> None:
     try:
       manifest = pretrain_records.check_data(values.train_data)
     except FileNotFoundError as e:
-      raise ValueError(released_flags.original_records(values.train_data) or e) from None
+      raise ValueError(flag_translation.original_records(values.train_data) or e) from None
   except (ValueError, OSError) as e:
     raise SystemExit(f"pretrain: {e}") from None
   given = [n for n in ("train_batch_size", "num_hosts") if values[n].value is not None]

@@ -1,5 +1,5 @@
 """zihangdai/xlnet's command lines on our entry points (experiments/released_flags.py,
-xlnet_tf/tasks/released_flags.py):
+xlnet_tf/runs/released/flag_translation.py):
 train.py-, run_classifier.py-, run_squad.py- and run_race.py-style command lines run; a flag
 with no equivalent fails before any work naming what replaced it; every mapping of the table
 points at a flag the entry point really defines."""
@@ -17,7 +17,7 @@ from helpers import small_config
 from helpers import write_race_sample
 from xlnet_tf import build_pretrainer
 from xlnet_tf import save_pretrained
-from xlnet_tf.tasks import released_flags
+from xlnet_tf.runs.released import flag_translation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SQUAD = os.path.join(ROOT, "data_prep", "sample_data", "qa", "squad.json")
@@ -94,13 +94,13 @@ def _released_records_flags():
 
 def test_the_table_covers_every_flag_of_every_released_script():
   for script, names in RELEASED_SCRIPT_FLAGS.items():
-    assert released_flags.script_flags(script) == sorted(names.split()), script
-  for name, entry in released_flags.RELEASED.items():
+    assert flag_translation.script_flags(script) == sorted(names.split()), script
+  for name, entry in flag_translation.RELEASED.items():
     assert entry.note and set(entry.scripts) <= set("TGCSR"), name
     assert set(entry.mapped or "") <= set(entry.scripts), name
 
 
-@pytest.mark.parametrize("module", sorted(set(released_flags.ENTRY_POINTS.values())))
+@pytest.mark.parametrize("module", sorted(set(flag_translation.ENTRY_POINTS.values())))
 def test_every_mapping_names_a_flag_its_entry_point_defines(module):
   """Each released name parses on the entry point that replaces its script, and where the
   table maps it to one of our flags, the entry point (not released_flags) defines that flag."""
@@ -109,10 +109,10 @@ def test_every_mapping_names_a_flag_its_entry_point_defines(module):
       f"print(json.dumps({{n: F.find_module_defining_flag(n) for n in F}}))")
   assert any(m == "experiments.released_flags" for m in defined.values()), (
       f"{module} does not call released_flags.define")
-  for script in (s for s, m in released_flags.ENTRY_POINTS.items() if m == module):
-    for name in released_flags.script_flags(script):
+  for script in (s for s, m in flag_translation.ENTRY_POINTS.items() if m == module):
+    for name in flag_translation.script_flags(script):
       assert name in defined, (script, name)
-      targets = released_flags.maps_to(name, script)
+      targets = flag_translation.maps_to(name, script)
       if targets:
         ours = [t for t in targets if t in defined
                 and defined[t] != "experiments.released_flags"]
@@ -140,7 +140,7 @@ def test_a_train_py_command_line_pretrains(pretraining_records, tmp_path):
   assert params["task"]["train_data"]["input_path"] == records          # record_info_dir
   assert params["task"]["optimization"]["precision"] == "bfloat16"      # use_bfloat16
   assert params["trainer"]["steps_per_loop"] == 2                       # iterations
-  assert params["trainer"]["max_to_keep"] == released_flags.KEEP_ALL_CHECKPOINTS
+  assert params["trainer"]["max_to_keep"] == flag_translation.KEEP_ALL_CHECKPOINTS
   assert (run / "ckpt-2.index").exists() and (run / "ckpt-4.index").exists()
   assert (run / "final" / "xlnet_config.json").exists()              # the driver's layout
   assert (tmp_path / "export" / "saved_model.pb").exists()        # a SavedModel (encoder)
@@ -343,7 +343,7 @@ def test_a_run_squad_py_command_line_fine_tunes_and_predicts(spiece_model, tmp_p
   params = yaml.safe_load((run / "params.yaml").read_text())
   assert params["trainer"]["steps_per_loop"] == 2                       # iterations
   assert params["trainer"]["checkpoint_interval"] == 2                  # save_steps
-  assert params["trainer"]["max_to_keep"] == released_flags.KEEP_ALL_CHECKPOINTS
+  assert params["trainer"]["max_to_keep"] == flag_translation.KEEP_ALL_CHECKPOINTS
   assert params["task"]["optimization"]["precision"] == "bfloat16"      # use_bfloat16
   assert params["task"]["train_data"]["shuffle_buffer_size"] == 2048     # shuffle_buffer
   assert params["task"]["validation_data"]["global_batch_size"] == 16   # predict_batch_size
@@ -382,7 +382,7 @@ def test_run_squad_py_flags_without_an_equivalent_fail_naming_the_replacement(tm
                              "--max_checkpoints=3 is given too")
   assert "--strategy=mirrored --num_gpus=8" in out["cores"]
   assert out["harmless"] == {
-      "max_checkpoints": released_flags.KEEP_ALL_CHECKPOINTS, "precision": "bfloat16",
+      "max_checkpoints": flag_translation.KEEP_ALL_CHECKPOINTS, "precision": "bfloat16",
       "iterations": 7, "shuffle_buffer_size": 2048, "predict_dir": "p", "output_dir": None,
       "tpu": "grpc://t"}
 
@@ -410,7 +410,7 @@ def test_a_run_race_py_command_line_fine_tunes_and_evaluates(spiece_model, tmp_p
   params = yaml.safe_load((run / "params.yaml").read_text())
   assert params["trainer"]["steps_per_loop"] == 2                       # iterations
   assert params["trainer"]["checkpoint_interval"] == 2                  # save_steps
-  assert params["trainer"]["max_to_keep"] == released_flags.KEEP_ALL_CHECKPOINTS
+  assert params["trainer"]["max_to_keep"] == flag_translation.KEEP_ALL_CHECKPOINTS
   assert params["task"]["optimization"]["precision"] == "bfloat16"      # use_bfloat16
   assert params["task"]["levels"] == ["middle"]                         # middle_only
   assert params["task"]["train_data"]["shuffle_buffer_size"] == 2048     # shuffle_buffer

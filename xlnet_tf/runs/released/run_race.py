@@ -6,7 +6,7 @@ export of a trained run take the model sizes (and SentencePiece model) of its mo
 
 Everything reads the entry point's flags from `values`, the absl FlagValues it is given
 (defined by experiments/run_race.py, task_flags.py, strategy_flags.py and
-released_flags.py; the released names are translated before `run`). The internals the
+flag_translation.py; the released names are translated before `run`). The internals the
 entry point needs (the choices of its flags) are named here, in one place.
 """
 
@@ -23,7 +23,7 @@ from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import race
 from xlnet_tf.tasks import race as race_task
-from xlnet_tf.tasks import released_flags
+from xlnet_tf.runs.released import flag_translation
 from xlnet_tf.tasks import train_lib
 from xlnet_tf.training import loop
 from xlnet_tf.training import run_directory
@@ -58,7 +58,7 @@ def experiment_params(values: flags.FlagValues):
   cache_dir = os.path.join(values.output_dir, "features") if values.output_dir else ""
   params = exp_factory.get_exp_config(race_task.KIND.experiment)
   params.override({
-      "runtime": released_flags.runtime_override(values),
+      "runtime": flag_translation.runtime_override(values),
       "task": {
           "init_checkpoint": values.init_checkpoint or "", "data_dir": values.data_dir or "",
           "levels": list(values.levels), "max_seq_length": values.max_seq_length,
@@ -69,26 +69,26 @@ def experiment_params(values: flags.FlagValues):
           "validation_data": {"split": values.eval_split,
                               "global_batch_size": values.eval_batch_size,
                               "spiece_model": spiece, "cache_dir": cache_dir},
-          "optimization": released_flags.optimization_override(
+          "optimization": flag_translation.optimization_override(
               values, grad_accum_steps=values.grad_accum_steps)},
-      "trainer": released_flags.trainer_override(values),
+      "trainer": flag_translation.trainer_override(values),
   }, is_strict=True)
   params.validate()
   params.lock()
   return params
 
 
-@released_flags.reporting_disk_full("run_race")
+@flag_translation.reporting_disk_full("run_race")
 def run(values: flags.FlagValues) -> None:
   """--do_train, --do_eval and --do_export as the flags say, after checking everything
   checkable (one line naming the flag otherwise). The released flag names are translated
-  (`released_flags.apply`) before."""
+  (experiments/released_flags.py `apply`) before."""
   if not (values.do_train or values.do_eval or values.do_export):
     raise app.UsageError("nothing to do: give --do_train, --do_eval and/or --do_export")
   for name in ("data_dir", "output_dir"):
     if (values.do_train or values.do_eval) and not values[name].value:
       raise app.UsageError(f"--do_train and --do_eval need --{name}")
-  released_flags.check_paths(
+  flag_translation.check_paths(
       "run_race",
       inputs={"init_checkpoint": "directory of pretrained weights", "spiece_model_file":
               "SentencePiece model file", "model_config_path": "xlnet_config.json file",

@@ -18,15 +18,15 @@ import transformers
 
 from xlnet_tf import paths
 from xlnet_tf import pretrained
-from xlnet_tf.benchmarks.hf_training import PretrainingSteps
-from xlnet_tf.benchmarks.hf_training import ReleasedOptimizer
+from xlnet_tf.runs.hf_training import PretrainingSteps
+from xlnet_tf.runs.hf_training import ReleasedOptimizer
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.convert import to_huggingface
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.data.pretrain_reader import pretrain_dataset
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.training import optimization
-from xlnet_tf.tasks import train_lib
+from xlnet_tf.runs import pretraining
 from xlnet_tf.training import loop
 
 ADAM_BIAS_CORRECTIONS = optimization.ADAM_BIAS_CORRECTIONS   # of our optimizer and HF's
@@ -109,7 +109,7 @@ def run(train_data: str, output: str, config_values, steps: int, train_steps: in
                        dropout=0.0, dropatt=0.0, reuse_len=settings["reuse_len"],
                        bi_data=settings["bi_data"])
   with tempfile.TemporaryDirectory(prefix="hf_pretraining_steps-") as work_dir:
-    options = train_lib.pretrain_options(
+    options = pretraining.pretrain_options(
         os.path.join(work_dir, "run"), train_steps,
         stop_at_step=steps, learning_rate=learning_rate, warmup_steps=warmup_steps,
         adam_bias_correction=adam_bias_correction, steps_per_loop=1, save_steps=steps,
@@ -117,7 +117,7 @@ def run(train_data: str, output: str, config_values, steps: int, train_steps: in
     init_dir, hf_model = initial_model(config, seed, work_dir)
     options = dataclasses.replace(options, init_checkpoint=init_dir)
     start = time.time()
-    ours = train_lib.pretrain(config, train_data, options)["losses"]
+    ours = pretraining.pretrain(config, train_data, options)["losses"]
     ours_seconds = time.time() - start
     start = time.time()
     theirs = hf_losses(hf_model, options, config, train_data, manifest, steps)

@@ -1,0 +1,81 @@
+r"""Long documents (issue 30): does reading a whole speech through the memory pay?
+
+  python -m experiments.long_documents --work_dir=runs/long_docs
+  (results: docs/benchmarks.md, "Long documents"; what serving whole documents costs:
+  python -m experiments.benchmark_long_documents)
+
+The era of a State of the Union address (1900-1932: 33 speeches, 1933-1980: 49,
+1981-2021: 41, the 123 bundled ones) from its text. The era is a label the text itself
+carries from its first paragraph to its last (the issues, institutions, wars and words
+of the time), so every reading has something to go on, and a reader that sees more of
+the speech can gather more evidence; the speeches are long (1,666 to 49,075 pieces of
+the demo's 4,000-piece vocabulary), so one segment is a small part of one.
+The two turns are the New Deal (1933) and the Reagan years (1981). One pretrained model
+(by default the demo's small model pretrained on the speeches, `DemoSettings.for_size(
+"small", corpus="sotu")`, 2 layers of 128, which never saw the 12 speeches it holds out;
+--init_checkpoint takes another), fine-tuned with the same budget four ways:
+  first  the first segment of each speech (the released truncation)
+  last   its last segment
+  whole  the whole speech, segment by segment through the memory; its training
+         batches each from one bucket of segment counts (the default)
+  whole_mixed  the same with batches of any speeches (task.bucket_by_segments=False):
+         the speeches' length goes with their era, so a bucket's batch is skewed to an
+         era
+Every speech is tested once: FOLDS folds (speech i in fold i mod FOLDS), each fold a
+fine-tuning run per reading and seed on the others. Reported: accuracy over all 123 and
+over the 12 that pretraining never saw, mean [min, max] over the seeds.
+The runs are xlnet_tf/runs/long_documents.py (finished runs are reused: an interrupted
+comparison continues where it stopped).
+"""
+
+from xlnet_tf import console  # noqa: E402
+
+console.start()  # before TensorFlow is imported: the log levels of --verbosity
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+from xlnet_tf.runs import long_documents  # noqa: E402
+
+_DEFAULTS = long_documents.EraSettings()
+_WORK_DIR = flags.DEFINE_string("work_dir", "runs/long_documents", "Where the runs go.")
+_INIT = flags.DEFINE_string("init_checkpoint", "", "Pretrained model directory (default: "
+                            "pretrain the demo's small model on the speeches).")
+_SEEDS = flags.DEFINE_list("seeds", [str(s) for s in _DEFAULTS.seeds], "Fine-tuning seeds.")
+_FOLDS = flags.DEFINE_integer("folds", _DEFAULTS.folds, "Folds (>= 2).")
+_READINGS = flags.DEFINE_list("readings", list(_DEFAULTS.readings),
+                              f"Any of {list(long_documents.READINGS)}.")
+_STEPS = flags.DEFINE_integer("steps", _DEFAULTS.steps, "Fine-tuning steps per run.")
+_BATCH = flags.DEFINE_integer("batch_size", _DEFAULTS.batch_size, "Speeches per batch.")
+_LR = flags.DEFINE_float("learning_rate", _DEFAULTS.learning_rate, "Peak learning rate.")
+_SEGMENT = flags.DEFINE_integer("segment_length", _DEFAULTS.segment_length,
+                                "Pieces per segment (max_seq_length).")
+_MEM_LEN = flags.DEFINE_integer("mem_len", _DEFAULTS.mem_len, "The whole reading's memory.")
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  try:
+    seeds = [int(s) for s in _SEEDS.value]
+  except ValueError:
+    raise app.UsageError(f"--seeds must be integers, got {_SEEDS.value}") from None
+  unknown = [r for r in _READINGS.value if r not in long_documents.READINGS]
+  if unknown or not _READINGS.value:
+    raise app.UsageError(f"--readings: expected some of {list(long_documents.READINGS)}, "
+                         f"got {_READINGS.value}")
+  for flag, least in ((_FOLDS, 2), (_STEPS, 1), (_BATCH, 1), (_SEGMENT, 8), (_MEM_LEN, 1)):
+    if flag.value < least:
+      raise app.UsageError(f"--{flag.name} must be >= {least}, got {flag.value}")
+  settings = long_documents.EraSettings(
+      folds=_FOLDS.value, seeds=tuple(seeds), readings=tuple(_READINGS.value),
+      segment_length=_SEGMENT.value, mem_len=_MEM_LEN.value, batch_size=_BATCH.value,
+      steps=_STEPS.value, learning_rate=_LR.value)
+  command = ("python -m experiments.long_documents "
+             f"--seeds={','.join(map(str, seeds))} --folds={settings.folds} "
+             f"--readings={','.join(settings.readings)} --steps={settings.steps} "
+             f"--batch_size={settings.batch_size} --learning_rate={settings.learning_rate:g} "
+             f"--segment_length={settings.segment_length} --mem_len={settings.mem_len}")
+  long_documents.compare_readings(_WORK_DIR.value, _INIT.value, settings, command)
+
+
+if __name__ == "__main__":
+  app.run(main)
