@@ -9,14 +9,14 @@ to it (ours: a `callback` after each step; HF: a stopping criterion, called afte
 step); the first token includes the prompt's forward pass and is reported on its own. For
 the first, middle and last tenth of the other tokens the median latency is printed, with
 HF / ours, and "last / first" per implementation: 1.0 is a per-token cost that stays flat
-as the output grows. `--recompute` adds ours with `use_mems=False` (the whole sequence at
+as the output grows. `--no_mems` adds ours with `use_mems=False` (the whole sequence at
 every step, as HF's `use_mems=False`), whose cost grows with the output. On a machine
 shared with other work, `--threads=1` keeps torch's thread pool from stalling (its
 latencies then jump by 10x and more with two threads).
 
   python -m experiments.benchmark_generation                 # 12 layers, d_model 768
   python -m experiments.benchmark_generation --n_layer=4 --d_model=256 --n_head=4 \
-      --d_inner=1024 --prompt_len=64 --new_tokens=512 --recompute
+      --d_inner=1024 --prompt_len=64 --new_tokens=512 --no_mems
 
 The measuring is xlnet_tf/benchmarks/generation_speed.py.
 """
@@ -39,7 +39,8 @@ _N_TOKEN = flags.DEFINE_integer("n_token", 32000, "Vocabulary.")
 _PROMPT = flags.DEFINE_integer("prompt_len", 32, "Prompt tokens (P).")
 _NEW = flags.DEFINE_integer("new_tokens", 256, "Generated tokens (N).")
 _BATCH = flags.DEFINE_integer("batch", 1, "Prompts generated together.")
-_RECOMPUTE = flags.DEFINE_bool("recompute", False, "Also time ours with use_mems=False.")
+_NO_MEMS = flags.DEFINE_bool("no_mems", False, "Also time ours with use_mems=False (the whole "
+                               "sequence fed again at every step, as xlnet-generate --no_mems).")
 _SEED = flags.DEFINE_integer("seed", 0, "Weights and prompt.")
 _THREADS = flags.DEFINE_integer("threads", 0, "Threads of torch and of TensorFlow's ops "
                                 "(intra-op), 0 = one per core.")
@@ -49,7 +50,7 @@ def main(argv):
   del argv
   generation_speed.benchmark(_N_LAYER.value, _D_MODEL.value, _N_HEAD.value, _D_INNER.value,
                        _N_TOKEN.value, _PROMPT.value, _NEW.value, _BATCH.value,
-                       _RECOMPUTE.value, _SEED.value, _THREADS.value)
+                       _NO_MEMS.value, _SEED.value, _THREADS.value)
 
 
 if __name__ == "__main__":

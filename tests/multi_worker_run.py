@@ -55,7 +55,7 @@ def worker(records, init_dir, model_dir, steps):
                                                               model_directory.CONFIG_FILE))
   summary = run_pretraining(strategy, config, records, _options(model_dir, steps, init_dir))
   resolver = strategy.cluster_resolver
-  export = pretrained.load_pretrained(summary["final_dir"]) if resolver.task_id == 0 else None
+  export = pretrained.load_directory(summary["final_dir"]) if resolver.task_id == 0 else None
   print(json.dumps({"task_id": resolver.task_id, "replicas": strategy.num_replicas_in_sync,
                     "losses": summary["losses"],
                     "weights": _weights(export) if export is not None else None}))

@@ -499,8 +499,8 @@ def load_pretrained(name_or_directory: str, cache_dir: Optional[str] = None,
                     progress: bool = True, **run_options) -> XLNetPretrainer:
   """The pretraining model (encoder + tied LM head) of a preset ("xlnet_base_cased", ...,
   downloaded and converted into the cache on first use) or a model directory;
-  `run_options` as `pretrained.load_pretrained` (mem_len, reuse_len, dropout, ...)."""
-  return pretrained.load_pretrained(model_dir(name_or_directory, cache_dir, progress=progress),
+  `run_options` as `pretrained.load_directory` (mem_len, reuse_len, dropout, ...)."""
+  return pretrained.load_directory(model_dir(name_or_directory, cache_dir, progress=progress),
                                     **run_options)
 
 

@@ -15,8 +15,9 @@ checkpoint folder; a SavedModel is an "export", see `xlnet_tf.serving`).
 Written by pretraining (`pretrained.save_pretrained`), `xlnet_tf.convert` and every
 fine-tuning task through `write`: the weights are checked first (no NaN or infinite value is
 ever written) and the directory appears whole (built under a temporary name, then renamed
-over the old one). Read by `load_pretrained`, the tasks and `serving/` through `load`, which
-takes the spec class of the kind; this module knows no kind (it imports no model).
+over the old one). Read by `pretrained.load_directory`, the tasks and `serving/` through
+`load`, which takes the spec class of the kind; this module knows no kind (it imports no
+model).
 
   >>> save(model, "runs/sst2/final", ClassifierSpec("sst-2", ("0", "1")), "spiece.model")
   >>> model, spec = load("runs/sst2/final", ClassifierSpec)

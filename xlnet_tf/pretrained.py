@@ -8,10 +8,10 @@ Layout (written by `save_pretrained`, by `python -m xlnet_tf.convert`, and by pr
                       (`model_directory.read_text_settings`)
 
 Example:
-  >>> model = load_pretrained("converted/xlnet_base", mem_len=384, reuse_len=256)
+  >>> model = load_directory("converted/xlnet_base", mem_len=384, reuse_len=256)
 
 A preset's name ("xlnet_base_cased") becomes a directory in `xlnet_tf.hub`
-(`xlnet_tf.load_pretrained` takes either).
+(`xlnet_tf.load_pretrained` takes either, and reads the directory with `load_directory`).
 """
 
 import collections
@@ -38,7 +38,7 @@ def save_pretrained(model: XLNetPretrainer, directory: str, spiece_model: str = 
   model_directory.write(model, directory, spiece_model=spiece_model, text=text)
 
 
-def load_pretrained(directory: str, **run_options) -> XLNetPretrainer:
+def load_directory(directory: str, **run_options) -> XLNetPretrainer:
   """The pretraining model (encoder + tied LM head) with the weights in `directory`.
 
   Args:

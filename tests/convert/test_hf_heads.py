@@ -576,7 +576,7 @@ def test_bf16_safetensors_convert_to_their_float32_values(tmp_path):
   state = {k: v.to(torch.bfloat16) for k, v in load_file(path).items()}
   save_file(state, path, metadata={"format": "pt"})
   report = convert(source, os.fspath(tmp_path / "out"))
-  model = pretrained.load_pretrained(os.fspath(tmp_path / "out"))
+  model = pretrained.load_directory(os.fspath(tmp_path / "out"))
   ours = {**to_huggingface.encoder_tensors(model.encoder),
           "lm_loss.bias": model.lm_head.bias.numpy()}
   assert sorted(ours) == sorted(state)

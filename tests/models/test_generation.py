@@ -1,4 +1,4 @@
-"""Text generation (`xlnet_tf.generation`, `python -m xlnet_tf.generate`).
+"""Text generation (`xlnet_tf.generation`, `python -m experiments.generate`).
 
 Greedy tokens and every step's logits are compared with HuggingFace's
 `XLNetLMHeadModel.generate` (the reference) on the same weights (HF random weights,
@@ -16,7 +16,7 @@ from hf_reference import make_hf_model
 from helpers import max_rel_error
 from helpers import small_config
 from xlnet_tf import build_pretrainer
-from xlnet_tf import generate as cli
+from experiments import generate as cli
 from xlnet_tf import load_pretrained
 from xlnet_tf import save_pretrained
 from xlnet_tf.convert.importer import convert
@@ -300,7 +300,8 @@ def test_cli_decode_stops_and_breaks_paragraphs(spiece_model):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--model_dir", "/nonexistent/model"], "--model_dir: no such directory"),
+    (["--model_dir", "/nonexistent/model"],
+     "--model_dir: /nonexistent/model: neither a model directory (no such directory)"),
     (["--spiece_model", "/nonexistent/spiece.model"], "--spiece_model: SentencePiece model"),
     (["--max_new_tokens", "0"], "--max_new_tokens must be >= 1"),
     (["--top_p", "2"], "--top_p must be in"),
@@ -310,7 +311,7 @@ def test_cli_errors_are_one_line(model_dir, flags, message):
   with pytest.raises(SystemExit) as raised:
     _cli(argv)
   text = str(raised.value)
-  assert text.startswith("xlnet_tf.generate: ") and message in text and "\n" not in text
+  assert text.startswith("xlnet-generate: ") and message in text and "\n" not in text
 
 
 def test_cli_without_spiece_in_the_model_dir(tmp_path):
@@ -321,7 +322,7 @@ def test_cli_without_spiece_in_the_model_dir(tmp_path):
 
 
 def _prompt_fed_by_the_cli(monkeypatch, argv):
-  """The prompt ids `python -m xlnet_tf.generate argv` passes to `generate` (not run)."""
+  """The prompt ids `python -m experiments.generate argv` passes to `generate` (not run)."""
   from xlnet_tf import generation  # pylint: disable=g-import-not-at-top
   fed = []
 

@@ -230,7 +230,7 @@ def test_the_compiled_step_keeps_less_memory_live():
   """XLA's buffer assignment of the compiled (not run) step of a 4-layer model: with
   "layer" the temporaries' peak and the step's total are lower. XLA's CSE would merge a
   recomputation with the forward pass (and the peak would be that of "none") were it
-  not for recompute_grad's data dependency on the incoming gradient."""
+  not for the encoder's _guarded_recompute_grad's data dependency on the incoming gradient."""
   none, layer = (step_memory.measure("small", 2, recompute, "fp32", seq_len=64,
                                      num_predict=10, n_token=500)
                  for recompute in ("none", "layer"))

@@ -85,7 +85,7 @@ COMMANDS = {
     "xlnet-convert": "xlnet_tf.convert.__main__:run",
     "xlnet-export": "experiments.export_saved_model:run",
     "xlnet-classify": "experiments.classify_text:main",
-    "xlnet-generate": "xlnet_tf.generate:run",
+    "xlnet-generate": "experiments.generate:run",
     "xlnet-embed": "experiments.embed:run",
 }
 

@@ -26,7 +26,7 @@ import tf_keras
 from helpers import small_config
 from xlnet_tf import build_pretrainer
 from xlnet_tf import console
-from xlnet_tf import generate as generate_cli
+from experiments import generate as generate_cli
 from xlnet_tf import model_directory
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf import save_pretrained
@@ -112,13 +112,13 @@ def test_verbosity_0_shows_the_info_lines(classifier_dir, tmp_path):
 def test_generate_takes_absl_flags_and_prints_only_the_text(pretrained_dir, tmp_path):
   argv = ["--model_dir", pretrained_dir, "--prompt=Call me Ishmael.", "--max_new_tokens=5",
           "--strategy", "sample", "--top_k=40", "--seed=3"]
-  done = _command(["-m", "xlnet_tf.generate", *argv], tmp_path)
+  done = _command(["-m", "experiments.generate", *argv], tmp_path)
   assert done.returncode == 0, done.stderr[-3000:]
   expected = generate_cli.continuation(generate_cli.parse_flags(["xlnet-generate", *argv]))
   assert done.stdout == expected + "\n" and expected.strip()
   assert not _noise(done.stderr), done.stderr[-3000:]
 
-  refused = _command(["-m", "xlnet_tf.generate", *argv, "--max_new_token=3"], tmp_path)
+  refused = _command(["-m", "experiments.generate", *argv, "--max_new_token=3"], tmp_path)
   assert refused.returncode == 1, refused.stderr[-3000:]
   assert "Unknown command line flag 'max_new_token'" in refused.stderr
   assert "Traceback" not in refused.stderr and not refused.stdout
@@ -209,7 +209,7 @@ def _entry_modules():
 
 def test_every_entry_point_starts_with_the_console():
   entries = _entry_modules()
-  assert {"experiments/train.py", "experiments/demo.py", "xlnet_tf/generate.py",
+  assert {"experiments/train.py", "experiments/demo.py", "experiments/generate.py",
           "xlnet_tf/convert/__main__.py", "data_prep/create_pretraining_data.py"} <= set(entries)
   problems = []
   for path in entries:

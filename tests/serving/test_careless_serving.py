@@ -31,7 +31,7 @@ from experiments import classify_text
 from helpers import small_config
 from hf_reference import make_hf_model
 from xlnet_tf import build_pretrainer
-from xlnet_tf import generate as generate_cli
+from experiments import generate as generate_cli
 from xlnet_tf import load_pretrained
 from xlnet_tf import model_directory
 from xlnet_tf.models.xlnet_squad import SquadSpec
@@ -96,7 +96,7 @@ def test_load_pretrained_refuses_nan_weights_naming_directory_and_weight(spiece_
   with pytest.raises(SystemExit) as raised:
     _generate_cli(["--model_dir", directory, "--prompt", "the whale",
                        "--max_new_tokens", "3"])
-  text = _one_line_exit(raised, f"xlnet_tf.generate: {directory}: 1 weight(s) hold NaN")
+  text = _one_line_exit(raised, f"xlnet-generate: {directory}: 1 weight(s) hold NaN")
   assert "model/transformer/word_embedding/lookup_table" in text
 
 
@@ -114,15 +114,15 @@ def test_generate_names_a_prompt_that_is_not_utf8(pretrained_dir):
   prompt = b"the \xff whale".decode("utf-8", "surrogateescape")     # as argv arrives
   with pytest.raises(SystemExit) as raised:
     _generate_cli(["--model_dir", pretrained_dir, "--prompt", prompt])
-  assert _one_line_exit(raised, "xlnet_tf.generate: ") == (
-      "xlnet_tf.generate: --prompt: not valid UTF-8 (character 5 of the prompt); give "
+  assert _one_line_exit(raised, "xlnet-generate: ") == (
+      "xlnet-generate: --prompt: not valid UTF-8 (character 5 of the prompt); give "
       "UTF-8 text")
 
 
 # ---- 13: xlnet-generate on the pipeline's bi_data pretrained model --------------------------
 
 def test_generate_serves_a_bi_data_pretrained_model(spiece_model, tmp_path, capsys):
-  # Before: "xlnet_tf.generate: model: bi_data (...) is a pretraining option; load the
+  # Before: "xlnet-generate: model: bi_data (...) is a pretraining option; load the
   # model with bi_data=False to generate", and no option for it.
   directory = os.fspath(tmp_path / "pretrained_bi_data")
   save_pretrained(build_pretrainer(_tiny(bi_data=True)), directory, spiece_model=spiece_model)

@@ -319,7 +319,7 @@ def test_serving_document_equals_the_python_encoder_reading_the_document(
   loaded = tf.saved_model.load(export_dir)
   assert sorted(loaded.signatures) == ["serving_default", "serving_document"]
   document = loaded.signatures["serving_document"]
-  encoder = pretrained.load_pretrained(model_dir, mem_len=SEQ, reuse_len=0).encoder
+  encoder = pretrained.load_directory(model_dir, mem_len=SEQ, reuse_len=0).encoder
   speech = _speech()
   batches = [[speech, speech[:500], _reviews(1)[0], ""],          # 20+ segments
              _reviews(4, start=10) + [""]]                         # one segment (bucketed)

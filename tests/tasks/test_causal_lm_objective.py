@@ -170,7 +170,7 @@ def test_driver_trains_clm_resume_keeps_it_and_its_model_directory_fine_tunes(
   assert recorded["options"]["objective"] == "clm"
   assert recorded["config"]["attn_type"] == "uni"
   final = os.path.join(run, train_lib.FINAL_DIR)
-  assert pretrained.load_pretrained(final).config.attn_type == "uni"
+  assert pretrained.load_directory(final).config.attn_type == "uni"
 
   with pytest.raises(run_directory.RunSettingsError) as refused:
     train_lib.run(params.replace(task={"optimization": {"objective": "plm"}}), "train", run)
@@ -194,7 +194,7 @@ def test_driver_trains_clm_resume_keeps_it_and_its_model_directory_fine_tunes(
   model, optimizer = build_for_training(strategy, config, spec, options)
   warm_start(final)(model)                   # what train_model does first (no checkpoint)
   np.testing.assert_array_equal(model.encoder.word_embedding.numpy(),
-                                pretrained.load_pretrained(final).encoder.word_embedding)
+                                pretrained.load_directory(final).encoder.word_embedding)
   tuned = train_classifier(
       strategy, model, optimizer, lambda ctx: classifier_features.classifier_dataset(
           features, 8, is_training=True, seed=0, max_seq_length=32), options)

@@ -54,8 +54,8 @@ def test_final_and_best_are_one_kind_of_directory(uncased_records, tmp_path):
     assert model_directory.read_text_settings(directory) == {"uncased": True,
                                                              "keep_accents": True}
   # One evaluation at the last step: best/ is the final model.
-  for ours, theirs in zip(pretrained.load_pretrained(final).variables,
-                          pretrained.load_pretrained(best).variables):
+  for ours, theirs in zip(pretrained.load_directory(final).variables,
+                          pretrained.load_directory(best).variables):
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 

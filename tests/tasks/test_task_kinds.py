@@ -74,7 +74,7 @@ def test_every_consumer_has_an_answer_for_the_kind(kind, tmp_path):
   if kind.spec_class is None:                                  # the pretrained layout
     model = kind.build_model(config)
     pretrained.save_pretrained(model, directory)
-    loaded = pretrained.load_pretrained(directory)
+    loaded = pretrained.load_directory(directory)
   else:
     assert kind.name in EXAMPLE_SPECS, f"add an example spec of {kind.name!r} to this test"
     spec = EXAMPLE_SPECS[kind.name]

@@ -165,7 +165,7 @@ def test_static_embeddings_are_the_word_embedding_rows(ranking_setup, tmp_path):
   task = task_factory.get_task(params.task)
   store = task.embeddings(params.task.validation_data.replace(cache_dir=str(tmp_path)),
                           "queries")
-  table = pretrained.load_pretrained(model_dir).encoder.word_embedding.numpy()
+  table = pretrained.load_directory(model_dir).encoder.word_embedding.numpy()
   sp = tokenization.load_spiece(os.path.join(model_dir, "spiece.model"))
   topics = trec_files.read_queries(files["queries"])
   assert topics["2"] == "The Carpet-Bag."
@@ -202,7 +202,7 @@ def test_bad_files_are_named_before_any_work(ranking_setup, tmp_path):
     train_lib.run(params, "train", str(tmp_path / "run3"))
 
   fine_tuned = tmp_path / "ranker_dir"
-  ranker = build_ranker(pretrained.load_pretrained(model_dir).config, mem_len=8)
+  ranker = build_ranker(pretrained.load_directory(model_dir).config, mem_len=8)
   model_directory.save(ranker, str(fine_tuned), RankerSpec(mem_len=8), None)
   params = _params(files, str(fine_tuned))
   with pytest.raises(ValueError, match="is a fine-tuned ranker model directory"):

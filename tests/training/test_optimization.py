@@ -276,7 +276,7 @@ def test_bad_optimizer_options_name_the_flag(changes, message):
   with pytest.raises(ValueError, match=message):
     loop.RunOptions(model_dir="unused", train_steps=10, **changes)
   with pytest.raises(ValueError, match=message):
-    optimization.check_settings(1e-3, 10, **changes)
+    optimization.check_optimizer_settings(1e-3, 10, **changes)
   if "adam_bias_correction" in changes:
     with pytest.raises(ValueError, match=message):
       _pretraining_options(**changes)

@@ -66,10 +66,10 @@ def _time_hf(hf_model, prompts, new_tokens):
 
 
 def benchmark(n_layer: int, d_model: int, n_head: int, d_inner: int, n_token: int,
-              prompt_len: int, new_tokens: int, batch: int, recompute: bool, seed: int,
+              prompt_len: int, new_tokens: int, batch: int, no_mems: bool, seed: int,
               threads: int) -> None:
   """Prints the per-token latencies of ours and HF's greedy generation of `new_tokens`
-  after `prompt_len` random ids (with `recompute`, ours with use_mems=False too); `threads`
+  after `prompt_len` random ids (with `no_mems`, ours with use_mems=False too); `threads`
   of torch and of TensorFlow's ops (0: one per core)."""
   import torch  # pylint: disable=g-import-not-at-top
   import transformers  # pylint: disable=g-import-not-at-top
@@ -98,7 +98,7 @@ def benchmark(n_layer: int, d_model: int, n_head: int, d_inner: int, n_token: in
 
   runs = {"ours (memory)": _time_ours(model, prompts, use_mems=True, new_tokens=new_tokens),
           "HF generate (use_mems)": _time_hf(hf_model, prompts, new_tokens)}
-  if recompute:
+  if no_mems:
     runs["ours (use_mems=False)"] = _time_ours(model, prompts, use_mems=False,
                                                new_tokens=new_tokens)
   (ours_tokens, _), (hf_tokens, _) = runs["ours (memory)"], runs["HF generate (use_mems)"]

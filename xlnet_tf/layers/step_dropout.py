@@ -14,12 +14,12 @@ trainers enter `training_seed(step_seed(...))` around the forward pass; outside 
 The context is per thread: MirroredStrategy runs each replica in a thread of its own, so
 it is entered inside the replica function.
 
-Activation recomputation (the encoder's `recompute_grad`, as `tf.recompute_grad`) runs a
+Activation recomputation (`tf.recompute_grad`, or the encoder's guarded version of it) runs a
 part of the forward pass again in the backward pass, usually outside `training_seed`.
 `replaying(fn)` wraps such a part so that its recomputation draws exactly the masks its
 forward pass drew:
 
-  >>> block = recompute_grad(replaying(lambda x: layer(x, training=True)))
+  >>> block = tf.recompute_grad(replaying(lambda x: layer(x, training=True)))
 
 The first call of the wrapped function (the forward pass) draws from the current state
 and advances its count as an unwrapped call would; every later call (the recomputation)

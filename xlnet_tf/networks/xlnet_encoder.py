@@ -64,7 +64,7 @@ class XLNetEncoder(tf_keras.layers.Layer):
       before the output dropout), as HuggingFace's `hidden_states`.
 
   With `config.recompute == "layer"` and `training`, every block runs under
-  `recompute_grad` (`_recomputed_block`): the backward pass keeps only each block's
+  `_guarded_recompute_grad` (`_recomputed_block`): the backward pass keeps only each block's
   inputs and computes the block again, with the same dropout masks, so losses and
   gradients are those of "none". With `output_attentions` the blocks run plainly (the
   attention maps are kept anyway). Outside `step_dropout.training_seed` (Keras `fit`)
@@ -244,7 +244,7 @@ class XLNetEncoder(tf_keras.layers.Layer):
     return config
 
 
-def recompute_grad(fn):
+def _guarded_recompute_grad(fn):
   """`fn` (positional tensors in and out) with its activations recomputed in the backward
   pass instead of kept: `tf.recompute_grad`, with a guard every XLA version keeps.
 
@@ -285,10 +285,10 @@ def recompute_grad(fn):
 
 
 def _recomputed_block(block, content, query, memory, position_encoding, biases, closed):
-  """`block(content, query, ...)` under `recompute_grad`: its activations are not kept
+  """`block(content, query, ...)` under `_guarded_recompute_grad`: its activations are not kept
   for the backward pass but computed again there, from the inputs kept here.
 
-  Graph-mode `tf.custom_gradient` (under `recompute_grad`) takes positional tensors only
+  Graph-mode `tf.custom_gradient` (under `_guarded_recompute_grad`) takes positional tensors only
   and gives gradients only to them and to the variables read inside (the block's
   kernels), not to tensors closed over. So every float input with a gradient is
   positional: content [B, T, D], query [B, P, D] and memory [B, M, D] where present,
@@ -309,7 +309,7 @@ def _recomputed_block(block, content, query, memory, position_encoding, biases, 
     outputs = block(given.pop("content"), given.pop("query", None), **given, **closed)
     return outputs[0] if query is None else outputs[:2]
 
-  outputs = recompute_grad(step_dropout.replaying(run))(*tensors)
+  outputs = _guarded_recompute_grad(step_dropout.replaying(run))(*tensors)
   if query is None:
     return outputs, None
   content, query = outputs

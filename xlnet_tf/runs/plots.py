@@ -104,7 +104,7 @@ def sentence_attentions(model_dir: str, sentence: str) -> Tuple[List[str], np.nd
                             f"expected a pretrained model directory (pretraining's export)")
   sp = tokenization.load_spiece(spiece)
   ids = tokenization.encode_ids(sp, tokenization.normalize_text(sentence)) + [SEP_ID, CLS_ID]
-  model = pretrained.load_pretrained(model_dir, mem_len=0, bi_data=False, attn_type="bi",
+  model = pretrained.load_directory(model_dir, mem_len=0, bi_data=False, attn_type="bi",
                                      dropout=0.0, dropatt=0.0)
   segment_ids = [0] * (len(ids) - 1) + [2]
   outputs = model.encoder({"input_ids": tf.constant([ids]),

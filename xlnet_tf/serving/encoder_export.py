@@ -55,7 +55,7 @@ class EncoderServing(tf.Module):
   """The encoder of a pretrained model with the text encoder.
 
   `encoder`: an `XLNetEncoder`; serving_document needs one with a memory (mem_len > 0,
-  reuse_len 0; `pretrained.load_pretrained(dir, mem_len=M, reuse_len=0)`), serving_default
+  reuse_len 0; `pretrained.load_directory(dir, mem_len=M, reuse_len=0)`), serving_default
   reads one segment without memory either way.
   """
 
@@ -165,7 +165,7 @@ def load_encoder_serving(model_dir: str, max_seq_length: int = 128,
   if not tf.io.gfile.exists(spiece_model):
     raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "
                             f"SavedModel is missing")
-  model = pretrained.load_pretrained(model_dir, mem_len=mem_len, reuse_len=0, bi_data=False,
+  model = pretrained.load_directory(model_dir, mem_len=mem_len, reuse_len=0, bi_data=False,
                                      dropout=0.0, dropatt=0.0)
   return EncoderServing(model.encoder, spiece_model, max_seq_length, lower, keep_accents)
 

@@ -319,7 +319,7 @@ class PretrainingTask(base.XLNetTask):
                                text=self.text_settings())
 
   def load_model_dir(self, directory):
-    return pretrained.load_pretrained(directory)
+    return pretrained.load_directory(directory)
 
   def export_options(self) -> Dict[str, Any]:
     """The encoder's SavedModel (`serving.encoder_export`) at the records' seq_len and

@@ -90,7 +90,7 @@ class RunOptions:
 
   def __post_init__(self):
     """Refuses impossible values (naming the flag) before anything is built."""
-    optimization.check_settings(
+    optimization.check_optimizer_settings(
         self.learning_rate, self.train_steps, self.warmup_steps,
         weight_decay=self.weight_decay, adam_epsilon=self.adam_epsilon, clip=self.clip_norm,
         min_lr_ratio=self.min_lr_ratio, lr_layer_decay_rate=self.lr_layer_decay_rate,

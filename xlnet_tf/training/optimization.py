@@ -75,12 +75,12 @@ def uses_bias_correction(adam_bias_correction: str, weight_decay: float) -> bool
   return adam_bias_correction == "always"
 
 
-def check_settings(learning_rate: float, train_steps: int, warmup_steps: int = 0,
-                   weight_decay: float = 0.0, adam_epsilon: float = 1e-6,
-                   min_lr_ratio: float = 0.0, clip: float = 1.0,
-                   lr_layer_decay_rate: float = 1.0, beta_1: float = 0.9,
-                   beta_2: float = 0.999, adam_bias_correction: str = "released",
-                   lr_layer_decay_mode: str = "multiplier") -> None:
+def check_optimizer_settings(learning_rate: float, train_steps: int, warmup_steps: int = 0,
+                             weight_decay: float = 0.0, adam_epsilon: float = 1e-6,
+                             min_lr_ratio: float = 0.0, clip: float = 1.0,
+                             lr_layer_decay_rate: float = 1.0, beta_1: float = 0.9,
+                             beta_2: float = 0.999, adam_bias_correction: str = "released",
+                             lr_layer_decay_mode: str = "multiplier") -> None:
   """Raises ValueError naming every impossible optimizer setting (by its flag), before
   anything is built: a learning rate <= 0 would train by gradient ascent or not at all."""
   problems = []
@@ -175,9 +175,9 @@ def build_optimizer(learning_rate: float, train_steps: int, warmup_steps: int,
     clip_norm: > 0: the optimizer clips the gradients by global norm itself (for
       `model.fit`); 0 (default): the training loop clips, after the cross-replica sum.
   """
-  check_settings(learning_rate, train_steps, warmup_steps, weight_decay=weight_decay,
-                 adam_epsilon=adam_epsilon, min_lr_ratio=min_lr_ratio, beta_1=beta_1,
-                 beta_2=beta_2, adam_bias_correction=adam_bias_correction)
+  check_optimizer_settings(learning_rate, train_steps, warmup_steps, weight_decay=weight_decay,
+                           adam_epsilon=adam_epsilon, min_lr_ratio=min_lr_ratio, beta_1=beta_1,
+                           beta_2=beta_2, adam_bias_correction=adam_bias_correction)
   warning = short_warmup_warning(adam_bias_correction, weight_decay, warmup_steps, beta_1,
                                  beta_2)
   if warning:
@@ -217,7 +217,7 @@ def _factory(learning_rate, train_steps, warmup_steps, min_lr_ratio, weight_deca
 def layerwise_decay(model, decay_rate: float, mode: str = "multiplier") -> Dict[str, Any]:
   """The `build_optimizer` keyword arguments of `--lr_layer_decay_rate` and
   `--lr_layer_decay_mode` for `model` (an encoder model: `model.encoder`): {} for rate 1."""
-  check_settings(1.0, 1, lr_layer_decay_rate=decay_rate, lr_layer_decay_mode=mode)
+  check_optimizer_settings(1.0, 1, lr_layer_decay_rate=decay_rate, lr_layer_decay_mode=mode)
   if decay_rate == 1.0:
     return {}
   if mode == "multiplier":

@@ -4,7 +4,7 @@ r"""Command line: continue a text with a pretrained model directory (see `xlnet_
   xlnet-generate --model_dir DIR --prompt "text" --max_new_tokens 50 \
       --strategy sample --top_k 40 --top_p 0.9 --temperature 0.8 --seed 1
 
-(`python -m xlnet_tf.generate ...` works the same from a checkout.)
+(`python -m experiments.generate ...` works the same from a checkout.)
 
 --model_dir is a pretrained model directory or a preset's name ("xlnet_base_cased", see
 `xlnet_tf.presets`; downloaded and converted on first use). The prompt is normalised as
@@ -36,11 +36,10 @@ from absl import flags  # noqa: E402
 from xlnet_tf import generation  # noqa: E402
 from xlnet_tf import hub  # noqa: E402
 from xlnet_tf import model_directory  # noqa: E402
-from xlnet_tf import presets  # noqa: E402
 from xlnet_tf import pretrained  # noqa: E402
 from xlnet_tf.data import tokenization  # noqa: E402
 
-PROG = "xlnet_tf.generate"
+PROG = "xlnet-generate"
 
 
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
@@ -108,16 +107,6 @@ def decode(sp, ids: Sequence[int], stop_ids: Sequence[int]) -> str:
   return "\n".join(sp.decode_ids(p) for p in paragraphs)
 
 
-def resolve_model_dir(model_dir: str) -> str:
-  """`model_dir` itself, or the cached model directory of the preset it names."""
-  if os.path.isdir(model_dir):
-    return model_dir
-  if model_dir in presets.preset_names():
-    return hub.model_dir(model_dir)
-  raise FileNotFoundError(f"--model_dir: no such directory and no preset of that name: "
-                          f"{model_dir} (the presets are {presets.preset_names()})")
-
-
 def continuation(values: flags.FlagValues) -> str:
   """The continuation of --prompt, by the command's flags `values`; ValueError / OSError /
   NonFiniteError for bad inputs."""
@@ -126,7 +115,10 @@ def continuation(values: flags.FlagValues) -> str:
   except UnicodeEncodeError as e:        # undecodable bytes of argv (surrogate escapes)
     raise ValueError(f"--prompt: not valid UTF-8 (character {e.start + 1} of the prompt); "
                      f"give UTF-8 text") from None
-  model_dir = resolve_model_dir(values.model_dir)
+  try:
+    model_dir = hub.model_dir(values.model_dir)
+  except FileNotFoundError as e:
+    raise FileNotFoundError(f"--model_dir: {e}") from None
   spiece = values.spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
   if not os.path.isfile(spiece):
     raise FileNotFoundError(
@@ -143,7 +135,7 @@ def continuation(values: flags.FlagValues) -> str:
   if not prompt:
     raise ValueError(f"--prompt: no tokens in {values.prompt!r}")
 
-  model = pretrained.load_pretrained(model_dir, bi_data=False)   # a pretraining option; see above
+  model = pretrained.load_directory(model_dir, bi_data=False)   # a pretraining option; see above
   if sp.get_piece_size() != model.encoder.config.n_token:
     raise ValueError(f"--spiece_model: {spiece} has {sp.get_piece_size()} pieces, the model "
                      f"{model.encoder.config.n_token} (n_token)")
@@ -173,7 +165,8 @@ def main(argv: Sequence[str], flag_values: flags.FlagValues = flags.FLAGS) -> No
 
 
 def run() -> None:
-  """`xlnet-generate` (pyproject.toml's [project.scripts]) and `python -m xlnet_tf.generate`."""
+  """`xlnet-generate` (pyproject.toml's [project.scripts]) and `python -m
+  experiments.generate`."""
   define_flags()
   console.run(main, __name__)
 
