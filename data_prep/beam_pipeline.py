@@ -187,9 +187,9 @@ class WriteShardFn(beam.DoFn):
     if self._tokenized[0] != chunk_index:
       self._tokenized = (None, None)                       # free the last one first
       self._tokenized = (chunk_index, job.tokenize(chunk))
-    # A unique temporary name: a retried or duplicated job never writes into another's file.
-    stats = job.write_shard(chunk, pass_index, self._tokenized[1],
-                            partial_suffix=uuid.uuid4().hex)
+    # Written whole under a name of its own: a retried or duplicated job never writes into
+    # another's file.
+    stats = job.write_shard(chunk, pass_index, self._tokenized[1])
     self._written.inc()
     self._examples.inc(stats["examples"])
     yield stats

@@ -15,7 +15,6 @@ are the same bytes.
 import dataclasses
 import fnmatch
 import functools
-import hashlib
 import json
 import multiprocessing
 import os
@@ -242,7 +241,7 @@ def remove_partials(run: Plan) -> None:
   it holding `lock(run)`)."""
   manifest = pretrain_records.manifest_name(run.task_index, run.num_tasks)
   patterns = [f"pretrain-c{chunk.index:05d}-*.partial*" for chunk in run.chunks]
-  for pattern in patterns + [f"{manifest}.partial"]:
+  for pattern in patterns + [f"{manifest}.partial*"]:
     for partial in storage.glob(os.path.join(run.output_dir, pattern)):
       storage.remove(partial)
 
@@ -273,10 +272,9 @@ def finish(run: Plan, done: Dict[int, List[Dict[str, Any]]]) -> Dict[str, Any]:
         f"({settings.rows.bsz_per_host}) streams (halved with --bi_data) and a row needs "
         f"--seq_len ({settings.rows.seq_len}) + 1 tokens of its stream: use more text, a "
         f"smaller --bsz_per_host or --seq_len, or a larger --chunk_bytes")
-  pretrain_records.write_json_atomic(
-      os.path.join(run.output_dir,
-                   pretrain_records.manifest_name(run.task_index, run.num_tasks)),
-      manifest)
+  paths.write_json(os.path.join(run.output_dir,
+                                pretrain_records.manifest_name(run.task_index, run.num_tasks)),
+                   manifest, sort_keys=True)
   return manifest
 
 
@@ -314,35 +312,32 @@ class ShardJob:
     shards."""
     return _finished_stats(self.output_dir, chunk, pass_index, self.fingerprint)
 
-  def write_shard(self, chunk: corpus.Chunk, pass_index: int, tokenized,
-                  partial_suffix: Optional[str] = None) -> Dict[str, Any]:
+  def write_shard(self, chunk: corpus.Chunk, pass_index: int, tokenized) -> Dict[str, Any]:
     """Builds the rows of one pass (generator seeded by (seed, chunk, pass)) and writes
-    them under a temporary name `<shard>.partial-<suffix>` (default: the process id),
-    renamed when complete, then the `.stats.json`; returns the stats."""
+    them whole (`paths.atomic_output`: a retried or duplicated job never writes into
+    another's file), then the `.stats.json`; returns the stats."""
     tokens, sent_ids, counts = tokenized
     s = self.settings
     rng = np.random.default_rng([s.seed, chunk.index, pass_index])
     steps = build_rows(tokens, sent_ids, _start_pieces(self.spiece_model), s.rows, rng)
     name = shard_name(chunk.index, pass_index)
     path = os.path.join(self.output_dir, name)
-    partial = f"{path}.partial-{partial_suffix or os.getpid()}"
     shapes = pretrain_records.feature_shapes(s.rows.seq_len, s.rows.num_predict)
     num_steps = num_targets = num_random_b = 0
-    with TFRecordWriter(partial) as writer:
+    with paths.atomic_output(path) as partial, TFRecordWriter(partial) as writer:
       for rows in steps:
         for row in rows:
           writer.write(pretrain_records.serialize_row(row, shapes))
           num_targets += int(np.sum(row["target_positions"] >= 0))
           num_random_b += row["b_is_random"]
         num_steps += 1
-    storage.rename(partial, path)
     examples = num_steps * s.rows.bsz_per_host
     stats = {"file": name, "chunk": chunk.index, "pass": pass_index,
              "fingerprint": self.fingerprint, "input": chunk.describe(),
              "steps": num_steps, "examples": examples, "targets": num_targets,
              "b_is_random": num_random_b, "size": writer.size,
              "crc32c": crc32c_hex(writer.crc32c), **counts}
-    pretrain_records.write_json_atomic(path + ".stats.json", stats)
+    paths.write_json(path + ".stats.json", stats, sort_keys=True)
     return stats
 
 
@@ -383,8 +378,7 @@ def _finished_stats(output_dir, chunk, pass_index, fingerprint) -> Optional[Dict
 
 
 def _fingerprint(settings: DataSettings, spiece_sha: str) -> str:
-  text = json.dumps({"settings": settings.to_dict(), "spiece": spiece_sha}, sort_keys=True)
-  return hashlib.sha256(text.encode()).hexdigest()[:16]
+  return storage.settings_key({"settings": settings.to_dict(), "spiece": spiece_sha})[:16]
 
 
 def _run(job: ShardJob, chunks: List[corpus.Chunk], num_workers: int):

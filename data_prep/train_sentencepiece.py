@@ -159,8 +159,9 @@ def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size:
           num_threads: int = None, verbose: bool = False, overwrite: bool = False) -> str:
   """Trains the model, checks it with `load_spiece` and returns the path of the .model file.
 
-  PREFIX.model and PREFIX.vocab are written under temporary names (PREFIX.partial-PID.*)
-  and renamed when the model has passed the check, holding `lock(model_prefix)`.
+  PREFIX.model and PREFIX.vocab are written under temporary names (`paths.partial_path` of
+  the prefix, with .model and .vocab) and renamed when the model has passed the check,
+  holding `lock(model_prefix)`, under which a killed run's temporaries are removed.
 
   Args:
     input_files: comma-separated globs (str) or a list of globs/paths of UTF-8 text files.
@@ -204,7 +205,7 @@ def train(input_files: Union[str, Sequence[str]], model_prefix: str, vocab_size:
                       tokenization.spiece_sha256(model_prefix + ".model"))
     for stale in glob.glob(glob.escape(model_prefix) + ".partial-*"):   # a killed run's
       os.remove(stale)
-    partial = f"{model_prefix}.partial-{os.getpid()}"
+    partial = paths.partial_path(model_prefix)
     try:
       stats = _train_partial(files, partial, vocab_size, uncased, keep_accents,
                              input_sentence_size, max_sentence_length, num_threads, verbose)

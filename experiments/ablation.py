@@ -29,6 +29,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from xlnet_tf import settings_record  # noqa: E402
 from xlnet_tf.runs import ablation  # noqa: E402
 
 VARIANTS = ablation.VARIANTS
@@ -57,8 +58,11 @@ def main(argv):
              f"{','.join(map(str, seeds))} --variants={','.join(_VARIANTS.value)} "
              f"--pretrain_steps={_PRETRAIN_STEPS.value} "
              f"--finetune_steps={_FINETUNE_STEPS.value}")
-  ablation.ablate(_WORK_DIR.value, _VARIANTS.value, seeds, _SIZE.value,
-                  _PRETRAIN_STEPS.value, _FINETUNE_STEPS.value, command)
+  try:
+    ablation.ablate(_WORK_DIR.value, _VARIANTS.value, seeds, _SIZE.value,
+                    _PRETRAIN_STEPS.value, _FINETUNE_STEPS.value, command)
+  except settings_record.SettingsMismatch as e:
+    raise SystemExit(f"ablation: {e}") from None
 
 
 if __name__ == "__main__":

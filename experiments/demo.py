@@ -19,12 +19,14 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from xlnet_tf import settings_record  # noqa: E402
 from xlnet_tf.runs import demo  # noqa: E402
 
 _WORK_DIR = flags.DEFINE_string("work_dir", "runs/demo", "Where every stage writes.")
 _SIZE = flags.DEFINE_enum("size", "demo", ["demo", "small", "tiny"], "Preset sizes "
                           "(DemoSettings.for_size).")
-_FORCE = flags.DEFINE_bool("force", False, "Redo every stage, even those already done.")
+_FORCE = flags.DEFINE_bool("force", False, "Redo every stage, even those already done (a "
+                          "rerun with other settings is refused without it).")
 _PRETRAIN_STEPS = flags.DEFINE_integer("pretrain_steps", None, "Override the preset.")
 _FINETUNE_STEPS = flags.DEFINE_integer("finetune_steps", None, "Override the preset.")
 _FINETUNE_SEEDS = flags.DEFINE_list("finetune_seeds", None, "Fine-tune once per seed "
@@ -43,7 +45,10 @@ def main(argv):
       if flag.value is not None}
   if _FINETUNE_SEEDS.value:
     overrides["finetune_seeds"] = tuple(int(seed) for seed in _FINETUNE_SEEDS.value)
-  demo.demo(_WORK_DIR.value, _SIZE.value, force=_FORCE.value, **overrides)
+  try:
+    demo.demo(_WORK_DIR.value, _SIZE.value, force=_FORCE.value, **overrides)
+  except settings_record.SettingsMismatch as e:
+    raise SystemExit(f"demo: {e}") from None
 
 
 if __name__ == "__main__":

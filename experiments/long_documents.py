@@ -35,6 +35,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from xlnet_tf import settings_record  # noqa: E402
 from xlnet_tf.runs import long_documents  # noqa: E402
 
 _DEFAULTS = long_documents.EraSettings()
@@ -74,7 +75,10 @@ def main(argv):
              f"--readings={','.join(settings.readings)} --steps={settings.steps} "
              f"--batch_size={settings.batch_size} --learning_rate={settings.learning_rate:g} "
              f"--segment_length={settings.segment_length} --mem_len={settings.mem_len}")
-  long_documents.compare_readings(_WORK_DIR.value, _INIT.value, settings, command)
+  try:
+    long_documents.compare_readings(_WORK_DIR.value, _INIT.value, settings, command)
+  except settings_record.SettingsMismatch as e:
+    raise SystemExit(f"long_documents: {e}") from None
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from xlnet_tf import settings_record  # noqa: E402
 from xlnet_tf.runs import precision_curves  # noqa: E402
 
 _WORK_DIR = flags.DEFINE_string("work_dir", "runs/precision", "Where runs and results go.")
@@ -39,8 +40,11 @@ _JIT = flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  precision_curves.measure(_WORK_DIR.value, _STEPS.value, _STEPS_PER_LOOP.value,
-                           [int(s) for s in _SEEDS.value], _JIT.value)
+  try:
+    precision_curves.train_curves(_WORK_DIR.value, _STEPS.value, _STEPS_PER_LOOP.value,
+                                  [int(s) for s in _SEEDS.value], _JIT.value)
+  except settings_record.SettingsMismatch as e:
+    raise SystemExit(f"precision_curves: {e}") from None
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from xlnet_tf import settings_record  # noqa: E402
 from xlnet_tf.runs import ranking_folds  # noqa: E402
 
 _DEFAULTS = ranking_folds.RankingSettings()
@@ -55,9 +56,12 @@ def main(argv):
   settings = ranking_folds.RankingSettings(config_file=_CONFIG.value,
                                            params_override=_OVERRIDE.value,
                                            folds=_FOLDS.value, rankers=tuple(_RANKERS.value))
-  ranking_folds.compare(_WORK_DIR.value, _INIT.value, settings,
-                        command=" ".join(["python -m experiments.ranking_folds"] +
-                                         sys.argv[1:]))
+  try:
+    ranking_folds.compare(_WORK_DIR.value, _INIT.value, settings,
+                          command=" ".join(["python -m experiments.ranking_folds"] +
+                                           sys.argv[1:]))
+  except settings_record.SettingsMismatch as e:
+    raise SystemExit(f"ranking_folds: {e}") from None
 
 
 if __name__ == "__main__":

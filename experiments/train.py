@@ -47,8 +47,9 @@ def main(argv):
   except (KeyError, ValueError) as e:         # a key typo (KeyError is a LookupError)
     raise SystemExit(f"train: {e}") from None
   except LookupError:                         # exp_factory: no such experiment
-    raise SystemExit(f"train: --experiment {FLAGS.experiment!r} is not registered "
-                     f"(each task module of xlnet_tf/tasks/ registers its own; all_tasks lists them)") from None
+    raise SystemExit(f"train: --experiment {FLAGS.experiment!r} is not registered (each "
+                     f"task module of xlnet_tf/tasks/ registers its own; all_tasks lists "
+                     f"them)") from None
   try:
     with paths.reporting_disk_full(FLAGS.export_dir or FLAGS.model_dir,
                                    run_directory.temporaries(FLAGS.model_dir)):

@@ -34,6 +34,7 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from xlnet_tf import settings_record  # noqa: E402
 from xlnet_tf.runs import demo  # noqa: E402
 from xlnet_tf.runs import transfer  # noqa: E402
 
@@ -76,8 +77,11 @@ def main(argv):
              f"--size={_SIZE.value} --recipes={','.join(_RECIPES.value)} "
              f"--finetune_lrs={','.join(_FINETUNE_LRS.value)} "
              f"--seeds={','.join(map(str, seeds))}")
-  transfer.transfer(_WORK_DIR.value, _CORPUS.value, _SIZE.value, _RECIPES.value, lrs, seeds,
-                    command)
+  try:
+    transfer.transfer(_WORK_DIR.value, _CORPUS.value, _SIZE.value, _RECIPES.value, lrs, seeds,
+                      command)
+  except settings_record.SettingsMismatch as e:
+    raise SystemExit(f"transfer: {e}") from None
 
 
 if __name__ == "__main__":

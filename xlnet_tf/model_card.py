@@ -16,6 +16,8 @@ from typing import Any, Mapping, Optional, Sequence
 
 import tensorflow as tf
 
+from xlnet_tf import paths
+
 CARD_FILE = "README.md"
 # The licence of the released XLNet code and models (github.com/zihangdai/xlnet, LICENSE).
 RELEASED_LICENCE = "Apache-2.0 (the released XLNet models, github.com/zihangdai/xlnet)"
@@ -60,13 +62,10 @@ def render(*, title: str, source: str, licence: str, config: Mapping[str, Any], 
 
 
 def write(directory: str, **card) -> str:
-  """Writes `render(**card)` to `directory`/README.md (under a temporary name, then
-  renamed). Returns the path."""
+  """Writes `render(**card)` to `directory`/README.md (whole: `paths.write_text`).
+  Returns the path."""
   path = os.path.join(directory, CARD_FILE)
-  partial = f"{path}.partial-{os.getpid()}"
-  with tf.io.gfile.GFile(partial, "w") as f:
-    f.write(render(**card))
-  tf.io.gfile.rename(partial, path, overwrite=True)
+  paths.write_text(path, render(**card))
   return path
 
 

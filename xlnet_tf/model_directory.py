@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from xlnet_tf import paths
 from xlnet_tf import task_kind
 from xlnet_tf.configs import XLNetConfig
 
@@ -105,39 +106,22 @@ def write(model: tf_keras.Model, directory: str, spec_file: Optional[str] = None
   `spiece_model` (if given), `spec_file` holding `spec_values` (if given) and TEXT_FILE
   holding `text` ({"uncased": bool, "keep_accents": bool}; written only when given and
   not both False, the default a directory without it means). The weights are checked
-  first; the directory is built as `<directory>.partial-<pid>` and renamed over
-  `directory` (an older one is removed only after). Returns `directory`."""
+  first; the directory is built under a temporary name and replaces an older one whole
+  (`paths.atomic_output`). Returns `directory`."""
   if text is not None:
     text = _check_text_settings(text, "write: text")
   check_finite(model, directory)
-  directory = directory.rstrip("/")
-  partial = f"{directory}.partial-{os.getpid()}"
-  if tf.io.gfile.exists(partial):
-    tf.io.gfile.rmtree(partial)
-  tf.io.gfile.makedirs(partial)
-  model.config.to_json_file(os.path.join(partial, CONFIG_FILE))
-  if spec_file:
-    with tf.io.gfile.GFile(os.path.join(partial, spec_file), "w") as f:
-      f.write(json.dumps(spec_values or {}, indent=2) + "\n")
-  tf.train.Checkpoint(model=model).write(os.path.join(partial, CHECKPOINT_PREFIX))
-  if spiece_model:
-    tf.io.gfile.copy(spiece_model, os.path.join(partial, SPIECE_FILE), overwrite=True)
-  if text is not None and any(text.values()):
-    with tf.io.gfile.GFile(os.path.join(partial, TEXT_FILE), "w") as f:
-      f.write(json.dumps(text, indent=2) + "\n")
-  return replace_directory(partial, directory)
-
-
-def replace_directory(new: str, directory: str) -> str:
-  """Renames the complete directory `new` to `directory`; an older `directory` is renamed
-  aside first and removed only once `new` has its name. Returns `directory`."""
-  old = f"{directory}.old-{os.getpid()}"
-  if tf.io.gfile.exists(directory):
-    tf.io.gfile.rename(directory, old)
-  tf.io.gfile.rename(new, directory)
-  if tf.io.gfile.exists(old):
-    tf.io.gfile.rmtree(old)
-  return directory
+  with paths.atomic_output(directory, replace=True) as partial:
+    tf.io.gfile.makedirs(partial)
+    paths.write_json(os.path.join(partial, CONFIG_FILE), model.config.to_dict())
+    if spec_file:
+      paths.write_json(os.path.join(partial, spec_file), spec_values or {})
+    tf.train.Checkpoint(model=model).write(os.path.join(partial, CHECKPOINT_PREFIX))
+    if spiece_model:
+      tf.io.gfile.copy(spiece_model, os.path.join(partial, SPIECE_FILE), overwrite=True)
+    if text is not None and any(text.values()):
+      paths.write_json(os.path.join(partial, TEXT_FILE), text)
+  return directory.rstrip("/")
 
 
 def read_config(directory: str) -> XLNetConfig:

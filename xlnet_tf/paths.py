@@ -385,11 +385,13 @@ def partial_path(path: str) -> str:
 
 
 @contextlib.contextmanager
-def atomic_output(path: str) -> Iterator[str]:
+def atomic_output(path: str, replace: bool = False) -> Iterator[str]:
   """Yields the temporary name (`partial_path`) to write the file or directory `path`
-  under; when the block ends, renames it to `path` (replacing a file, or an empty
-  directory; a directory with contents is refused by the OS), and when it raises, removes
-  what was written. The temporaries of `path` that dead processes left are removed first.
+  under; when the block ends, gives it the name `path`, and when the block raises, removes
+  what was written. A file replaces an older one; a directory takes the place of an empty
+  one only (the OS refuses one with contents), unless `replace`, when it replaces an older
+  one whole (`replace_directory`). The temporaries of `path` that dead processes left are removed
+  first.
 
     >>> with atomic_output("out/results.json") as partial:
     ...   write(partial)
@@ -399,14 +401,36 @@ def atomic_output(path: str) -> Iterator[str]:
   partial = partial_path(path)
   try:
     yield partial
-    storage.rename(partial, path)
+    if replace:
+      replace_directory(partial, path)
+    else:
+      storage.rename(partial, path)
   except BaseException:
-    if is_url(partial):
-      if storage.exists(partial):
+    if storage.exists(partial):
+      if storage.isdir(partial):
         storage.remove_tree(partial)
-    elif os.path.lexists(partial):
-      _remove(partial)
+      else:
+        storage.remove(partial)
     raise
+
+
+def replace_directory(new: str, directory: str) -> str:
+  """Gives the complete directory `new` the name `directory`: an older `directory` is
+  renamed aside (`<directory>.old-<pid>@<host>`) first and removed only once `new` has its
+  name, so a process killed in between leaves both whole. Returns `directory`."""
+  old = f"{directory}.old-{os.getpid()}@{socket.gethostname()}"
+  if storage.exists(directory):
+    storage.rename(directory, old)
+  storage.rename(new, directory)
+  if storage.exists(old):
+    storage.remove_tree(old)
+  return directory
+
+
+def write_figure(path: str, figure: Any) -> None:
+  """Saves the matplotlib `figure` to `path` whole, in the format its extension names."""
+  with atomic_output(path) as partial:
+    figure.savefig(partial, format=os.path.splitext(path)[1].lstrip(".") or "png")
 
 
 def write_bytes(path: str, data: bytes) -> None:

@@ -1,13 +1,15 @@
 """The on-disk store of token embeddings (`data.embedding_store`): what goes in comes back
-(as float16), padded batches, whole-or-nothing writes, and damage named."""
+(as float16), padded batches, whole-or-nothing writes, a store of another key refused, and
+damage named; the one cache key (`storage.settings_key`)."""
 
 import os
 
 import numpy as np
 import pytest
 
+from xlnet_tf import settings_record
 from xlnet_tf.data import embedding_store
-from xlnet_tf.data import feature_cache
+from xlnet_tf.data import storage
 
 
 def _arrays():
@@ -17,7 +19,7 @@ def _arrays():
 
 def test_round_trip_and_padding(tmp_path):
   arrays = _arrays()
-  key = feature_cache.settings_key({"model": "m", "texts": "t"})
+  key = storage.settings_key({"model": "m", "texts": "t"})
   path = embedding_store.store_path(str(tmp_path), "documents", key)
   assert path.endswith("documents-" + key[:16])
   embedding_store.write(path, key, list(arrays), list(arrays.values()), dim=4)
@@ -34,10 +36,10 @@ def test_round_trip_and_padding(tmp_path):
 
 
 def test_a_store_key_is_the_settings_as_canonical_json():
-  assert (feature_cache.settings_key({"layer": -1, "texts": "t"}) ==
-          feature_cache.settings_key({"texts": "t", "layer": -1}))
-  assert (feature_cache.settings_key({"layer": -1, "texts": "t"}) !=
-          feature_cache.settings_key({"layer": 0, "texts": "t"}))
+  assert (storage.settings_key({"layer": -1, "texts": "t"}) ==
+          storage.settings_key({"texts": "t", "layer": -1}))
+  assert (storage.settings_key({"layer": -1, "texts": "t"}) !=
+          storage.settings_key({"layer": 0, "texts": "t"}))
 
 
 def test_a_failed_write_leaves_nothing(tmp_path):
@@ -61,3 +63,14 @@ def test_damage_is_named(tmp_path):
     embedding_store.EmbeddingStore(path)
   with pytest.raises(FileNotFoundError, match="not an embedding store"):
     embedding_store.EmbeddingStore(str(tmp_path / "missing"))
+
+
+def test_a_store_of_another_key_is_refused_naming_both(tmp_path):
+  path = str(tmp_path / "documents-x")
+  embedding_store.write(path, "k1", ["a"], [np.ones((1, 4))], dim=4)
+  assert embedding_store.holds(path, "k1")
+  assert not embedding_store.holds(str(tmp_path / "absent"), "k1")
+  with pytest.raises(settings_record.SettingsMismatch,
+                     match=r"the embedding store .*documents-x holds other embeddings .*\n"
+                           r"  key: 'k1' recorded, 'k2' now\nDelete "):
+    embedding_store.holds(path, "k2")

@@ -22,6 +22,7 @@ from data_prep import train_sentencepiece
 from helpers import CORPUS_GLOB
 from helpers import PRETRAIN_SETTINGS
 from helpers import pretrain_data_flags
+from xlnet_tf import paths
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.data import tokenization
 
@@ -43,7 +44,7 @@ def _edit_manifest(directory, edit):
   path = os.path.join(directory, pretrain_records.MANIFEST_NAME)
   manifest = json.loads(open(path).read())
   edit(manifest)
-  pretrain_records.write_json_atomic(path, manifest)
+  paths.write_json(path, manifest, sort_keys=True)
   return path
 
 

@@ -39,10 +39,14 @@ def test_demo_runs_end_to_end_and_reuses_finished_stages(tmp_path):
 
   again = _run("experiments.demo", "--size=tiny", f"--work_dir={work}")
   assert again.count("reusing") == 7, again
-  forced = _run("experiments.demo", "--size=tiny", f"--work_dir={work}",
-                "--pretrain_steps=4")
-  # A changed pretraining setting redoes pretraining and everything after it only.
-  assert forced.count("reusing") == 3 and "[4/7] pretrain: done in" in forced
+  # A changed setting is refused before any work, naming it; --force redoes every stage.
+  refused = subprocess.run([sys.executable, "-m", "experiments.demo", "--size=tiny",
+                            f"--work_dir={work}", "--pretrain_steps=4"], cwd=REPO,
+                           capture_output=True, text=True, timeout=600)
+  assert refused.returncode != 0
+  assert "holds the pretrain stage of a run with other settings" in refused.stderr
+  assert "pretrain_steps: 20 recorded, 4 now" in refused.stderr
+  assert "[1/7]" not in refused.stdout
   forced = _run("experiments.demo", "--size=tiny", f"--work_dir={work}",
                 "--pretrain_steps=4", "--force")
   assert "reusing" not in forced and "[1/7] corpus: done in" in forced

@@ -438,5 +438,5 @@ def diagnose(model_dir: str, records: str, train_records: str, output: str,
             "num_batches": len(held_out), "grad_batches": len(training),
             "memory": "carried from row to row as in evaluation (zeros at a stream's start)",
             "checkpoints": results}
-  pretrain_records.write_json_atomic(output, report)
+  paths.write_json(output, report, sort_keys=True)
   return report

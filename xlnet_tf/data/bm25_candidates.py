@@ -24,7 +24,6 @@ parameters and bm25s' version. A cache is read when its sidecar holds the same k
 files are written under temporary names and renamed, the run first.
 """
 
-import json
 import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
@@ -33,6 +32,7 @@ import bm25s
 import numpy as np
 import Stemmer
 
+from xlnet_tf import settings_record
 from xlnet_tf.data import feature_cache
 from xlnet_tf.data import storage
 from xlnet_tf.data import trec_files
@@ -58,7 +58,7 @@ def cache_settings(queries: Dict[str, str], documents: Dict[str, str],
       "bm25": BM25_PARAMETERS,
       "bm25s_version": bm25s.__version__,
   }
-  settings["key"] = feature_cache.settings_key(settings)
+  settings["key"] = storage.settings_key(settings)
   return settings
 
 
@@ -113,8 +113,10 @@ def bm25_candidates(queries: Dict[str, str], documents: Dict[str, str], k: int =
     return retrieve(queries, documents, k)
   settings = cache_settings(queries, documents, k)
   path = os.path.join(cache_dir, f"{name}-k{k}-{settings['key'][:16]}.run")
-  info = feature_cache.read_cache_info(path)
-  if info is not None and info.get("key") == settings["key"] and storage.exists(path):
+  if storage.exists(path) and settings_record.check(
+      path + ".json", settings, common_only=True,
+      subject=f"the BM25 candidates {path} were retrieved from other inputs",
+      remedy=f"Delete {path} and {path}.json to retrieve them again."):
     run = trec_files.read_run(path)
     return {qid: run.get(qid, []) for qid in queries}
   storage.makedirs(cache_dir)
@@ -122,11 +124,7 @@ def bm25_candidates(queries: Dict[str, str], documents: Dict[str, str], k: int =
   candidates = retrieve(queries, documents, k)
   seconds = time.time() - start
   trec_files.write_run(path, candidates, RUN_TAG)
-  sidecar = {**settings, "num_queries": len(queries), "num_documents": len(documents),
-             "seconds": round(seconds, 3)}
-
-  def write_sidecar(partial):
-    with storage.open_file(partial, "w") as f:
-      json.dump(sidecar, f, indent=1, sort_keys=True)
-  feature_cache.write_atomic(path + ".json", write_sidecar)
+  settings_record.write(path + ".json", {**settings, "num_queries": len(queries),
+                                         "num_documents": len(documents),
+                                         "seconds": round(seconds, 3)})
   return candidates

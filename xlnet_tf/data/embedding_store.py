@@ -15,7 +15,7 @@ unit vector to float16 (a relative error of at most 2^-11 per component) moves a
 at most about 1e-3, typically far less (the errors of the components mostly cancel).
 
   >>> path = embedding_store.store_path(cache_dir, "documents", key)
-  >>> if not embedding_store.exists(path):
+  >>> if not embedding_store.holds(path, key):
   ...   embedding_store.write(path, key, ids, (vectors for each text), dim)
   >>> store = embedding_store.EmbeddingStore(path)
   >>> store.get("md-001-01")                      # float16 [n, D]
@@ -23,12 +23,13 @@ at most about 1e-3, typically far less (the errors of the components mostly canc
 
 import json
 import os
-import shutil
 import time
-import uuid
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
+
+from xlnet_tf import paths
+from xlnet_tf import settings_record
 
 VECTORS_FILE = "vectors.bin"
 INDEX_FILE = "index.json"
@@ -43,44 +44,51 @@ def exists(path: str) -> bool:
   return os.path.exists(os.path.join(path, INDEX_FILE))
 
 
+def holds(path: str, key: str) -> bool:
+  """Whether the store at `path` (its name carries `key`'s first 16 hex digits) exists and
+  holds the embeddings of `key`; `settings_record.SettingsMismatch` when it holds another
+  key's (the names of two keys collided, or the store was copied over)."""
+  return exists(path) and settings_record.check(
+      os.path.join(path, INDEX_FILE), {"key": key}, common_only=True,
+      subject=f"the embedding store {path} holds other embeddings",
+      remedy=f"Delete {path} to compute them again.")
+
+
 def write(path: str, key: str, ids: Sequence[str], vectors: Iterable[np.ndarray],
           dim: int, info: Optional[Dict[str, Any]] = None) -> str:
   """Writes the store at `path`: `vectors` gives, in the order of `ids`, one array [n_i,
-  dim] per text (n_i may be 0). Written into a temporary directory, then renamed; an
-  existing store of the same key is kept (another process wrote it first). The index
-  records `info` and the seconds the writing took (computing the vectors included, when
-  `vectors` computes them as it goes). Returns path."""
+  dim] per text (n_i may be 0). Written whole (`paths.atomic_output`); an existing store of
+  the same key is kept (another process wrote it first). The index records `info` and the
+  seconds the writing took (computing the vectors included, when `vectors` computes them
+  as it goes). Returns path."""
   start = time.perf_counter()
-  partial = f"{path}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-  os.makedirs(partial)
   try:
-    offsets, lengths = [], []
-    row = 0
-    with open(os.path.join(partial, VECTORS_FILE), "wb") as f:
-      for text_id, array in zip(ids, vectors):
-        array = np.asarray(array, dtype=DTYPE)
-        if array.ndim != 2 or array.shape[1] != dim:
-          raise ValueError(f"{path}: the embeddings of {text_id!r} have shape "
-                           f"{array.shape}, expected [n, {dim}]")
-        if not np.all(np.isfinite(array)):
-          raise ValueError(f"{path}: the embeddings of {text_id!r} are not finite")
-        f.write(np.ascontiguousarray(array).tobytes())
-        offsets.append(row)
-        lengths.append(int(array.shape[0]))
-        row += array.shape[0]
-    if len(offsets) != len(ids):
-      raise ValueError(f"{path}: {len(offsets)} texts embedded, {len(ids)} expected")
-    with open(os.path.join(partial, INDEX_FILE), "w") as f:
-      json.dump({"key": key, "dim": dim, "dtype": np.dtype(DTYPE).name, "rows": row,
-                 "ids": list(ids), "offsets": offsets, "lengths": lengths,
-                 "info": {**(info or {}),
-                          "seconds": round(time.perf_counter() - start, 3)}}, f)
-    if exists(path):
-      return path
-    os.rename(partial, path)
-  finally:
-    if os.path.exists(partial):
-      shutil.rmtree(partial)
+    with paths.atomic_output(path) as partial:
+      os.makedirs(partial)
+      offsets, lengths = [], []
+      row = 0
+      with open(os.path.join(partial, VECTORS_FILE), "wb") as f:
+        for text_id, array in zip(ids, vectors):
+          array = np.asarray(array, dtype=DTYPE)
+          if array.ndim != 2 or array.shape[1] != dim:
+            raise ValueError(f"{path}: the embeddings of {text_id!r} have shape "
+                             f"{array.shape}, expected [n, {dim}]")
+          if not np.all(np.isfinite(array)):
+            raise ValueError(f"{path}: the embeddings of {text_id!r} are not finite")
+          f.write(np.ascontiguousarray(array).tobytes())
+          offsets.append(row)
+          lengths.append(int(array.shape[0]))
+          row += array.shape[0]
+      if len(offsets) != len(ids):
+        raise ValueError(f"{path}: {len(offsets)} texts embedded, {len(ids)} expected")
+      paths.write_json(os.path.join(partial, INDEX_FILE), {
+          "key": key, "dim": dim, "dtype": np.dtype(DTYPE).name, "rows": row,
+          "ids": list(ids), "offsets": offsets, "lengths": lengths,
+          "info": {**(info or {}), "seconds": round(time.perf_counter() - start, 3)}},
+          indent=None)
+  except OSError:
+    if not exists(path):                  # not a store another process finished first
+      raise
   return path
 
 

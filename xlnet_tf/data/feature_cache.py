@@ -25,13 +25,15 @@ import hashlib
 import json
 import os
 import re
-import uuid
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from xlnet_tf import paths
+from xlnet_tf import settings_record
+from xlnet_tf.data import storage
 from xlnet_tf.data import tokenization
 
 
@@ -73,13 +75,8 @@ def cache_settings(*, record_format: str, sp_model_path: str, max_seq_length: in
       "input_files": file_stamps(input_files),
       **task_settings,
   }
-  settings["key"] = settings_key(settings)
+  settings["key"] = storage.settings_key(settings)
   return settings
-
-
-def settings_key(settings: Any) -> str:
-  """The SHA-256 of `settings` as canonical JSON (sorted keys): a cache's key."""
-  return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 # ---- the files -------------------------------------------------------------------------------
@@ -110,18 +107,6 @@ def read_cache_info(path: str) -> Optional[Dict[str, Any]]:
           from None
 
 
-def write_atomic(path: str, write: Callable[[str], None]) -> None:
-  """`write(partial)` to a temporary name next to `path`, then renamed to `path` (the
-  temporary file is removed if anything fails)."""
-  partial = f"{path}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-  try:
-    write(partial)
-    tf.io.gfile.rename(partial, path, overwrite=True)
-  finally:
-    if tf.io.gfile.exists(partial):
-      tf.io.gfile.remove(partial)
-
-
 def build_cache(settings: Dict[str, Any], *, cache_dir: str, name: str,
                 num_examples: Optional[int] = None,
                 records: Callable[[], Iterable[bytes]], what: str = "examples",
@@ -144,30 +129,26 @@ def build_cache(settings: Dict[str, Any], *, cache_dir: str, name: str,
   stem = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
   path = os.path.join(cache_dir,
                       f"{stem}-{settings['max_seq_length']}-{settings['key'][:16]}.tfrecord")
-  info = read_cache_info(path)
-  if info is not None and info.get("key") == settings["key"] and tf.io.gfile.exists(path):
-    logging.info("reusing cached features %s (%d %s)", path, info["num_examples"], what)
+  if tf.io.gfile.exists(path) and settings_record.check(
+      path + ".json", settings, common_only=True,
+      subject=f"the feature cache {path} was built from other inputs",
+      remedy=f"Delete {path} and {path}.json to build it again."):
+    logging.info("reusing cached features %s (%d %s)", path,
+                 read_cache_info(path)["num_examples"], what)
     return path, False
 
   tf.io.gfile.makedirs(cache_dir)
   serialized = records()
-  written = [0]
-
-  def write_records(partial):
+  written = 0
+  with paths.atomic_output(path) as partial:
     with tf.io.TFRecordWriter(partial) as writer:
       for record in serialized:
         writer.write(record)
-        written[0] += 1
-    if num_examples is not None and written[0] != num_examples:
-      raise ValueError(f"{path}: {written[0]} records written, {num_examples} expected")
-
-  def write_sidecar(partial):
-    with tf.io.gfile.GFile(partial, "w") as f:
-      f.write(json.dumps({**settings, **summary(), "num_examples": written[0]}, indent=2,
-                         sort_keys=True) + "\n")
-
-  write_atomic(path, write_records)
-  write_atomic(path + ".json", write_sidecar)
+        written += 1
+    if num_examples is not None and written != num_examples:
+      raise ValueError(f"{path}: {written} records written, {num_examples} expected")
+  # The sidecar last: a cache without one is unfinished (built again).
+  settings_record.write(path + ".json", {**settings, **summary(), "num_examples": written})
   return path, True
 
 

@@ -99,14 +99,6 @@ def manifest_name(task_index: int, num_tasks: int) -> str:
   return f"manifest.task-{task_index:05d}-of-{num_tasks:05d}.json"
 
 
-def write_json_atomic(path: str, value: Any) -> None:
-  """Writes JSON under a temporary name, then renames it (works on gs:// too)."""
-  partial = f"{path}.partial"
-  with storage.open_file(partial, "w") as f:
-    f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
-  storage.rename(partial, path)
-
-
 def load_manifest(path: str) -> Dict[str, Any]:
   """Reads the manifest(s) of a record directory and checks they describe one data set.
 

@@ -30,7 +30,7 @@ byte-order mark is dropped). Identifiers (qid, docid, tag) may not hold white sp
 TREC formats split on it. A numeric qid loses its leading zeros in every reader (`qid_of`:
 "051" -> "51"; TREC's topic files write 051 and their qrels 51), so queries, qrels and runs
 agree. `write_run` writes under
-a temporary name and renames (`feature_cache.write_atomic`). Local paths and URLs
+a temporary name and renames (`paths.write_text`). Local paths and URLs
 (`storage.open_file`).
 """
 
@@ -40,7 +40,7 @@ import math
 import re
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from xlnet_tf.data import feature_cache
+from xlnet_tf import paths
 from xlnet_tf.data import storage
 
 Ranking = Dict[str, List[Tuple[str, float]]]
@@ -467,11 +467,8 @@ def write_run(path: str, ranking: Dict[str, Sequence[Tuple[str, float]]], tag: s
 
 
 def _write_lines(path: str, lines: Sequence[str]) -> None:
-  """The lines to `path`, under a temporary name then renamed."""
-  def write(partial):
-    with storage.open_file(partial, "w") as f:
-      f.writelines(lines)
-  feature_cache.write_atomic(path, write)
+  """The lines to `path`, whole (`paths.write_text`)."""
+  paths.write_text(path, "".join(lines))
 
 
 # ---- writers of the collection's files (the bundled collection's generator) -------------------

@@ -23,12 +23,12 @@ label strings; labels are class ids [N] or label strings. Regression predictions
 """
 
 import os
-import uuid
 from typing import Any, Dict, Sequence
 
 import numpy as np
 import tensorflow as tf
 
+from xlnet_tf import paths
 from xlnet_tf.data.classifier_tasks import TaskSpec
 
 
@@ -215,8 +215,5 @@ def write_glue_predictions(path: str, task_spec: TaskSpec, predictions: Any,
   directory = os.path.dirname(path)
   if directory:
     tf.io.gfile.makedirs(directory)
-  partial = f"{path}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-  with tf.io.gfile.GFile(partial, "w") as f:
-    f.write("index\tprediction\n")
-    f.write("".join(f"{index}\t{row}\n" for index, row in zip(indices, rows)))
-  tf.io.gfile.rename(partial, path, overwrite=True)
+  paths.write_text(path, "index\tprediction\n" +
+                   "".join(f"{index}\t{row}\n" for index, row in zip(indices, rows)))

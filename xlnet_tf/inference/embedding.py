@@ -253,6 +253,7 @@ def write_outputs(path: str, outputs: Dict[str, np.ndarray], per_token: bool,
   .npy) under a temporary name in the same directory, then gives it the name `path`: a
   hard link that fails if `path` has appeared meanwhile (FileExistsError), unless
   `overwrite` (then a rename over it)."""
+  paths.remove_stale_partials(path)
   partial = paths.partial_path(path)
   try:
     with paths.reporting_disk_full(path, [partial]):

@@ -7,13 +7,13 @@ The method, the settings and what the figures mean are the command's
 """
 
 import dataclasses
-import json
 import os
 from typing import Sequence
 
 from absl import logging
 import numpy as np
 
+from xlnet_tf import paths
 from xlnet_tf.runs import demo as demo_run
 
 VARIANTS = {
@@ -95,7 +95,7 @@ def plot(runs, path: str) -> None:
   ax.set_title("Pretraining ablation at small scale (dots: seeds, bars: medians)")
   ax.legend(loc="lower right")
   fig.tight_layout()
-  fig.savefig(path)
+  paths.write_figure(path, fig)
   plt.close(fig)
 
 
@@ -121,11 +121,10 @@ def ablate(work_dir: str, variants: Sequence[str], seeds: Sequence[int], size: s
                    "pretrain_loss": summaries.get("pretrain", {}).get("final_loss"),
                    "pretrain_seconds": summaries.get("pretrain", {}).get("seconds"),
                    "settings": dataclasses.asdict(settings)})
-  with open(os.path.join(work_dir, "results.json"), "w") as f:
-    json.dump(runs, f, indent=2)
+  paths.write_json(os.path.join(work_dir, "results.json"), runs)
   table = results_table(runs)
-  with open(os.path.join(work_dir, "results.md"), "w") as f:
-    f.write(f"Command: `{command}`\n\n" + "\n".join(table) + "\n")
+  paths.write_text(os.path.join(work_dir, "results.md"),
+                   f"Command: `{command}`\n\n" + "\n".join(table) + "\n")
   plot(runs, os.path.join(work_dir, "ablation.png"))
   print("\n".join(table))
   print(f"\nwrote {work_dir}/results.md, results.json, ablation.png")

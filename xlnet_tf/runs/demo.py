@@ -12,14 +12,16 @@
   finetune  sentiment classification from the pretrained weights (and, for comparison,
             from a random start): the xlnet/classification experiment; accuracy on the
             held-out dev and test splits
-  export    a SavedModel serving raw text (xlnet_tf.serving.export)
+  export    a SavedModel serving raw text (xlnet_tf.serving.classifier_export)
   serve     experiments/classify_text.py in a fresh process (it imports only TensorFlow
             and tensorflow-text)
 
 Every stage writes its outputs into WORK_DIR/<stage>/ and, last, `stage.json` (its
-settings and summary). A stage whose `stage.json` holds the same settings is reused;
-a stage that runs again makes every later stage run again. Nothing of the dev and test
-sentences reaches SentencePiece or pretraining.
+settings and summary). A stage whose `stage.json` holds the same settings is reused; one
+that holds other settings is refused before any work, listing them
+(`settings_record.check`: another work directory, or `force` to redo every stage); a stage
+that runs again makes every later stage run again. Nothing of the dev and test sentences
+reaches SentencePiece or pretraining.
 
   >>> settings = DemoSettings.for_size("tiny")
   >>> summaries = run_all("/tmp/demo", settings)          # {stage: summary dict}
@@ -51,6 +53,8 @@ from data_prep import train_sentencepiece
 from data_prep.pretraining_rows import RowSettings
 from official.core import exp_factory
 from official.core import task_factory
+from xlnet_tf import paths
+from xlnet_tf import settings_record
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import classifier_tasks
 from xlnet_tf.data import pretrain_reader
@@ -192,6 +196,9 @@ _STAGE_FIELDS = {
 }
 
 
+STAGE_FILE = "stage.json"           # a finished stage: its settings, summary and seconds
+
+
 def stage_dir(work_dir: str, stage: str) -> str:
   return os.path.join(work_dir, stage)
 
@@ -206,12 +213,6 @@ def link_stages(work_dir: str, sources: Dict[str, str]) -> None:
     if not os.path.islink(link):
       os.symlink(stage_dir(source_dir, stage), link)
 
-
-def _write_json_atomic(path: str, values: Dict[str, Any]) -> None:
-  partial = path + ".partial"
-  with open(partial, "w") as f:
-    f.write(json.dumps(values, indent=2, sort_keys=True) + "\n")
-  os.replace(partial, path)
 
 
 # ---- the stages ------------------------------------------------------------------------------
@@ -495,20 +496,25 @@ def stage_settings(settings: DemoSettings, stage: str) -> Dict[str, Any]:
 
 def run_all(work_dir: str, settings: DemoSettings, force: bool = False,
             stages=STAGES, report: Callable[[str], None] = print) -> Dict[str, Dict]:
-  """Runs (or reuses) `stages` in order; returns {stage: summary incl. seconds, reused}."""
+  """Runs (or reuses) `stages` in order; returns {stage: summary incl. seconds, reused}.
+  A stage done before with the same settings is reused; one done with other settings is
+  refused (`settings_record.SettingsMismatch`, listing them) before any work, unless
+  `force`, which redoes every stage."""
   os.makedirs(work_dir, exist_ok=True)
+  if not force:
+    for stage in stages:
+      marker = os.path.join(stage_dir(work_dir, stage), STAGE_FILE)
+      settings_record.check(
+          marker, stage_settings(settings, stage), subject=f"{stage_dir(work_dir, stage)} "
+          f"holds the {stage} stage of a run with other settings",
+          remedy="Give another --work_dir, or --force (make demo FORCE=1) to redo every "
+                 "stage.", field="settings")
   summaries: Dict[str, Dict] = {}
   rerun = force
   for number, stage in enumerate(stages, 1):
     out = stage_dir(work_dir, stage)
-    marker = os.path.join(out, "stage.json")
-    wanted = stage_settings(settings, stage)
-    done = None
-    if not rerun and os.path.exists(marker):
-      with open(marker) as f:
-        done = json.load(f)
-      if done.get("settings") != wanted:
-        done = None
+    marker = os.path.join(out, STAGE_FILE)
+    done = None if rerun else settings_record.read(marker)
     if done is not None:
       report(f"[{number}/{len(stages)}] {stage}: reusing {out} (done before; FORCE=1 redoes)")
       summaries[stage] = {**done["summary"], "seconds": done["seconds"], "reused": True}
@@ -521,7 +527,8 @@ def run_all(work_dir: str, settings: DemoSettings, force: bool = False,
     start = time.time()
     summary = STAGE_FUNCTIONS[stage](work_dir, settings)
     seconds = time.time() - start
-    _write_json_atomic(marker, {"settings": wanted, "summary": summary, "seconds": seconds})
+    settings_record.write(marker, {"settings": stage_settings(settings, stage),
+                                   "summary": summary, "seconds": seconds})
     logging.info("stage %s done in %.1f s: %s", stage, seconds, summary)
     report(f"[{number}/{len(stages)}] {stage}: done in {seconds:.0f} s")
     summaries[stage] = {**summary, "seconds": seconds, "reused": False}
@@ -594,8 +601,7 @@ def demo(work_dir: str, size: str, force: bool = False, **overrides) -> Dict[str
   total = sum(s["seconds"] for s in summaries.values() if not s.get("reused"))
   print("\n" + "\n".join(table))
   print(f"\nwall time of the stages run now: {total:.0f} s")
-  with open(os.path.join(work_dir, "summary.md"), "w") as f:
-    f.write("\n".join(table) + "\n")
+  paths.write_text(os.path.join(work_dir, "summary.md"), "\n".join(table) + "\n")
   saved_model = summaries["export"]["saved_model"]
   print(f"\nArtefacts: SentencePiece {spiece_path(work_dir)}\n"
         f"           records {summaries['records']['data']}\n"

@@ -134,5 +134,5 @@ def run(train_data: str, output: str, config_values, steps: int, train_steps: in
       "losses": {"ours": ours, "hf": theirs},
       **compare(ours, theirs, print_every, report)}
   os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
-  pretrain_records.write_json_atomic(output, result)
+  paths.write_json(output, result, sort_keys=True)
   return result

@@ -19,6 +19,9 @@ import numpy as np
 from official.core import exp_factory
 from official.core import task_factory
 
+from xlnet_tf import paths
+from xlnet_tf import settings_record
+from xlnet_tf.data import feature_cache
 from xlnet_tf.data import sample_data
 from xlnet_tf.runs import demo as demo_run
 from xlnet_tf.tasks import classification
@@ -40,7 +43,8 @@ READINGS = {
 
 @dataclasses.dataclass(frozen=True)
 class EraSettings:
-  """The fine-tuning budget, the same for every reading."""
+  """The fine-tuning budget, the same for every reading; the matrix of runs (folds, seeds,
+  readings) besides."""
   folds: int = 3
   seeds: Sequence[int] = (0, 1, 2)
   readings: Sequence[str] = ("first", "last", "whole", "whole_mixed")
@@ -49,6 +53,11 @@ class EraSettings:
   batch_size: int = 8
   steps: int = 80
   learning_rate: float = 1e-3       # warmed up over the first tenth of the steps
+
+
+# The fields of the matrix: not settings of one run (a finished run is reused whatever
+# others the matrix adds).
+_MATRIX_FIELDS = ("folds", "seeds", "readings")
 
 
 def era_of(year: int) -> str:
@@ -76,6 +85,9 @@ def speeches() -> List[Dict[str, Any]]:
   return rows
 
 
+FOLD_FILE = "fold.json"           # what a fold directory was made of
+
+
 def fold_of(index: int, folds: int) -> int:
   """Speech `index` (file-name order) is tested in fold index mod folds: every fold spans
   the 122 years."""
@@ -84,22 +96,29 @@ def fold_of(index: int, folds: int) -> int:
 
 def write_folds(data_dir: str, rows: Sequence[Dict[str, Any]], folds: int) -> List[str]:
   """DATA_DIR/fold<k>/{train,dev}.jsonl for the generic task ({"id", "text", "label"});
-  returns the fold directories. Written under a temporary name, then renamed."""
+  returns the fold directories. Each is written whole (`paths.atomic_output`) and records
+  what it was made of (FOLD_FILE: the number of folds, the speeches' hash), which a rerun
+  into DATA_DIR compares (`settings_record.check`) before reusing it."""
+  wanted = {"folds": folds, "rows_sha256": feature_cache.rows_sha256(
+      [row["id"], row["text"], row["era"]] for row in rows)}
   directories = []
   for fold in range(folds):
     directory = os.path.join(data_dir, f"fold{fold}")
     directories.append(directory)
-    if os.path.isdir(directory):
+    if os.path.isdir(directory) and settings_record.check(
+        os.path.join(directory, FOLD_FILE), wanted,
+        subject=f"{directory} holds a fold of other speeches or folds",
+        remedy="Give another --work_dir."):
       continue
-    partial = directory + ".partial"
-    os.makedirs(partial, exist_ok=True)
-    for split, wanted in (("train", False), ("dev", True)):
-      with open(os.path.join(partial, f"{split}.jsonl"), "w", encoding="utf-8") as f:
-        for index, row in enumerate(rows):
-          if (fold_of(index, folds) == fold) == wanted:
-            f.write(json.dumps({"id": row["id"], "text": row["text"],
-                                "label": row["era"]}) + "\n")
-    os.replace(partial, directory)
+    with paths.atomic_output(directory) as partial:
+      os.makedirs(partial)
+      for split, wanted in (("train", False), ("dev", True)):
+        with open(os.path.join(partial, f"{split}.jsonl"), "w", encoding="utf-8") as f:
+          for index, row in enumerate(rows):
+            if (fold_of(index, folds) == fold) == wanted:
+              f.write(json.dumps({"id": row["id"], "text": row["text"],
+                                  "label": row["era"]}) + "\n")
+      settings_record.write(os.path.join(partial, FOLD_FILE), wanted)
   return directories
 
 
@@ -107,11 +126,15 @@ def finetune(run_dir: str, pretrained_dir: str, fold_dir: str, reading: str, see
              settings: EraSettings) -> Dict[str, Any]:
   """One xlnet/classification run (`train_lib.run`) and its predictions on the fold's dev
   split: {"predictions": {speech id: era}, "final_loss", "seconds"}. A finished run (its
-  result.json) is read back instead."""
+  result.json, which records its settings) is read back instead."""
   result_path = os.path.join(run_dir, "result.json")
-  if os.path.exists(result_path):
-    with open(result_path, encoding="utf-8") as f:
-      return json.load(f)
+  wanted = {"pretrained": pretrained_dir, "fold": fold_dir, "reading": reading, "seed": seed,
+            **{key: value for key, value in dataclasses.asdict(settings).items()
+               if key not in _MATRIX_FIELDS}}
+  if settings_record.check(result_path, wanted, field="settings",
+                           subject=f"{run_dir} holds a finished run of other settings",
+                           remedy="Give another --work_dir."):
+    return settings_record.read(result_path)
   start = time.time()
   params = exp_factory.get_exp_config(classification.KIND.experiment)
   data = {"spiece_model": os.path.join(pretrained_dir, "spiece.model"),
@@ -138,9 +161,7 @@ def finetune(run_dir: str, pretrained_dir: str, fold_dir: str, reading: str, see
   result = {"predictions": {i: task.spec.labels[int(p)] for i, p in zip(ids, predictions)},
             "final_loss": trained["losses"][-1] if trained["losses"] else None,
             "seconds": time.time() - start}
-  with open(result_path + ".partial", "w", encoding="utf-8") as f:
-    json.dump(result, f, indent=1)
-  os.replace(result_path + ".partial", result_path)
+  settings_record.write(result_path, {**result, "settings": wanted})
   return result
 
 
@@ -204,12 +225,6 @@ def pretrained_model(work_dir: str, report: Callable[[str], None] = print) -> st
   return os.path.join(demo_run.stage_dir(work_dir, "pretrain"), train_lib.FINAL_DIR)
 
 
-def _write_atomic(path: str, text: str) -> None:
-  with open(path + ".partial", "w", encoding="utf-8") as f:
-    f.write(text)
-  os.replace(path + ".partial", path)
-
-
 def compare_readings(work_dir: str, init_checkpoint: str, settings: EraSettings, command: str,
               report: Callable[[str], None] = print) -> Dict[str, Any]:
   """The pretrained model (`init_checkpoint`, or `pretrained_model`), every run of
@@ -220,7 +235,7 @@ def compare_readings(work_dir: str, init_checkpoint: str, settings: EraSettings,
   results = run_matrix(work_dir, pretrained_dir, settings, report)
   results["settings"] = dataclasses.asdict(settings)
   results["pretrained"] = pretrained_dir
-  _write_atomic(os.path.join(work_dir, "results.json"), json.dumps(results, indent=1))
+  paths.write_text(os.path.join(work_dir, "results.json"), json.dumps(results, indent=1))
   counts = ", ".join(f"{label} {n}" for label, n in results["era_counts"].items())
   lines = [f"Command: `{command}`", "",
            f"Eras: {counts} (majority {100 * results['majority']:.1f}%). Held-out accuracy "
@@ -228,6 +243,6 @@ def compare_readings(work_dir: str, init_checkpoint: str, settings: EraSettings,
            f"segments of {settings.segment_length} pieces, memory {settings.mem_len}, "
            f"batch {settings.batch_size}, {settings.steps} steps at lr "
            f"{settings.learning_rate:g}:", ""] + summary_table(results, settings)
-  _write_atomic(os.path.join(work_dir, "results.md"), "\n".join(lines) + "\n")
+  paths.write_text(os.path.join(work_dir, "results.md"), "\n".join(lines) + "\n")
   report("\n".join(lines))
   return results

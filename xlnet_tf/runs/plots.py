@@ -17,6 +17,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
+from xlnet_tf import paths
 from xlnet_tf import masks
 from xlnet_tf import model_directory
 from xlnet_tf import pretrained
@@ -74,7 +75,7 @@ def plot_masks(order: Sequence[int], path: str, mem_len: int = 0, dpi: int = 100
   arrow = " \u2192 ".join(str(o) for o in order)
   fig.suptitle(f"Factorization order {arrow}: filled = visible")
   fig.tight_layout()
-  fig.savefig(path)
+  paths.write_figure(path, fig)
   plt.close(fig)
 
 
@@ -137,7 +138,7 @@ def plot_attention(pieces: Sequence[str], probs: np.ndarray, path: str,
                     fontsize=5)
   fig.suptitle("Content-stream attention (rows attend to columns)")
   fig.tight_layout()
-  fig.savefig(path)
+  paths.write_figure(path, fig)
   plt.close(fig)
   return scores
 
@@ -190,5 +191,5 @@ def plot_curves(scalars: Dict[str, List[Tuple[int, float]]], path: str,
     ax.set_xlabel("step")
     ax.grid(alpha=0.3)
   fig.tight_layout()
-  fig.savefig(path)
+  paths.write_figure(path, fig)
   plt.close(fig)

@@ -8,16 +8,17 @@ seed (the seed sets the initial weights, dropout and the shard order); `jit_comp
 the compiled forward and backward pass (the XLA program a TPU runs). The run-to-run noise
 is the spread between seeds; the precision effect is the difference of the precisions'
 means (a seed's dropout draws differ between the two precisions, so runs are not paired).
-`measure` writes WORK_DIR/results.json and WORK_DIR/precision_curves.png (loss per loop of
+`train_curves` writes WORK_DIR/results.json and WORK_DIR/precision_curves.png (loss per loop of
 `steps_per_loop` steps).
 """
 
-import json
 import os
 from typing import Sequence
 
 import numpy as np
 
+from xlnet_tf import paths
+from xlnet_tf import settings_record
 from xlnet_tf.runs import demo as demo_run
 from xlnet_tf.runs import pretraining
 
@@ -28,15 +29,12 @@ def run(work_dir: str, settings: demo_run.DemoSettings, precision: str, seed: in
         steps: int, steps_per_loop: int, jit_compile: bool = False):
   """Per-loop mean losses of one pretraining run (reused if it already finished)."""
   run_dir = os.path.join(work_dir, f"{precision}-seed{seed}" + ("-xla" if jit_compile else ""))
-  done = os.path.join(run_dir, "losses.json")
-  if os.path.exists(done):
-    with open(done) as f:
-      losses = json.load(f)
-    if len(losses) != steps // steps_per_loop:
-      raise ValueError(f"{done}: a finished run of {len(losses)} loops; --steps={steps} "
-                       f"--steps_per_loop={steps_per_loop} asks for {steps // steps_per_loop}:"
-                       f" give another --work_dir")
-    return losses
+  done = os.path.join(run_dir, "curve.json")
+  wanted = {"steps": steps, "steps_per_loop": steps_per_loop, "precision": precision,
+            "seed": seed, "jit_compile": jit_compile}
+  if settings_record.check(done, wanted, subject=f"{run_dir} holds a finished run of other "
+                           f"settings", remedy="Give another --work_dir.", field="settings"):
+    return settings_record.read(done)["losses"]
   options = pretraining.pretrain_options(
       run_dir, steps, learning_rate=settings.pretrain_lr,
       warmup_steps=min(settings.pretrain_warmup, steps // 10), steps_per_loop=steps_per_loop,
@@ -45,9 +43,7 @@ def run(work_dir: str, settings: demo_run.DemoSettings, precision: str, seed: in
       settings.model_config(),
       os.path.join(demo_run.stage_dir(work_dir, "records"), "data"), options)
   losses = result["losses"]
-  with open(done + ".tmp", "w") as f:
-    json.dump(losses, f)
-  os.replace(done + ".tmp", done)
+  settings_record.write(done, {"settings": wanted, "losses": losses})
   return losses
 
 
@@ -83,11 +79,11 @@ def plot(curves, steps_per_loop: int, path: str, jit_compile: bool = False) -> N
                + (" (XLA)" if jit_compile else ""))
   ax.legend()
   fig.tight_layout()
-  fig.savefig(path)
+  paths.write_figure(path, fig)
   plt.close(fig)
 
 
-def measure(work_dir: str, steps: int, steps_per_loop: int, seeds: Sequence[int],
+def train_curves(work_dir: str, steps: int, steps_per_loop: int, seeds: Sequence[int],
             jit_compile: bool = False):
   """Runs (or reuses) the demo's data stages in `work_dir`, then pretraining per seed and
   precision; writes results.json and precision_curves.png there and prints the losses and
@@ -109,11 +105,9 @@ def measure(work_dir: str, steps: int, steps_per_loop: int, seeds: Sequence[int]
   gaps = compare(curves)
   plot(curves, steps_per_loop, os.path.join(work_dir, "precision_curves.png"),
        jit_compile)
-  with open(os.path.join(work_dir, "results.json"), "w") as f:
-    json.dump({"steps": steps, "steps_per_loop": steps_per_loop,
-               "jit_compile": jit_compile,
-               "curves": {f"{p}-seed{s}": v for (p, s), v in curves.items()}, **gaps}, f,
-              indent=1)
+  paths.write_json(os.path.join(work_dir, "results.json"), {
+      "steps": steps, "steps_per_loop": steps_per_loop, "jit_compile": jit_compile,
+      "curves": {f"{p}-seed{s}": v for (p, s), v in curves.items()}, **gaps}, indent=1)
   for precision, stats in gaps["by_precision"].items():
     print(f"{precision}: second-half mean loss {stats['mean']:.3f} "
           f"[{stats['min']:.3f}, {stats['max']:.3f}] over {len(seeds)} seeds")

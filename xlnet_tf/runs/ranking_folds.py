@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from official.core import task_factory
 
 from xlnet_tf import paths
+from xlnet_tf import settings_record
 from xlnet_tf.data import trec_files
 from xlnet_tf.evaluation import ranking_metrics
 from xlnet_tf.tasks import ranking
@@ -65,20 +66,14 @@ def fold_params(settings: RankingSettings, init_checkpoint: str, cache_dir: str,
 
 def _reused_run(model_dir: str, run_file: str, settings: Dict[str, Any]) -> bool:
   """Whether the fold's finished run (`run_file`) was made with `settings` (recorded in
-  MODEL_DIR/fold_settings.json); a finished run of other settings is refused, naming
-  them (give another --work_dir)."""
-  recorded_file = os.path.join(model_dir, FOLD_SETTINGS)
+  MODEL_DIR/fold_settings.json); a finished run of other settings is refused, listing
+  them (`settings_record.check`)."""
   if not os.path.exists(run_file):
     return False
-  with open(recorded_file, encoding="utf-8") as f:
-    recorded = json.load(f)
-  differing = sorted(k for k in set(recorded) | set(settings)
-                     if recorded.get(k) != settings.get(k))
-  if differing:
-    raise ValueError(f"{model_dir} holds a finished run of other settings ("
-                     + "; ".join(f"{k}: {recorded.get(k)!r} there, {settings.get(k)!r} now"
-                                 for k in differing) + "): give another --work_dir")
-  return True
+  return settings_record.check(
+      os.path.join(model_dir, FOLD_SETTINGS), settings,
+      subject=f"{model_dir} holds a finished run of other settings",
+      remedy="Give another --work_dir.")
 
 
 RANDOM_DRAWS = 20       # shuffles of the candidates: what a ranker that knows nothing gets
@@ -123,12 +118,11 @@ def run_ranker(work_dir: str, settings: RankingSettings, init_checkpoint: str,
     model_dir = os.path.join(work_dir, ranker, f"fold{fold}")
     run_file = os.path.join(model_dir, f"run_{data.split}.trec")
     fold_settings = {"params": params.as_dict(), "ranker": ranker}
-    if not _reused_run(model_dir, run_file, json.loads(json.dumps(fold_settings))):
+    if not _reused_run(model_dir, run_file, fold_settings):
       train_lib.run(params, "train", model_dir)
       model = task.load_model_dir(os.path.join(model_dir, train_lib.FINAL_DIR))
       run = task.rerank(model, data)
-      paths.write_text(os.path.join(model_dir, FOLD_SETTINGS),
-                  json.dumps(fold_settings, indent=1, sort_keys=True))
+      settings_record.write(os.path.join(model_dir, FOLD_SETTINGS), fold_settings)
       trec_files.write_run(run_file, run, tag=ranker)
       report(f"{ranker} fold {fold}: trained and reranked")
     merged.update(trec_files.read_run(run_file))

@@ -14,6 +14,7 @@ from typing import Sequence
 from absl import logging
 import numpy as np
 
+from xlnet_tf import paths
 from xlnet_tf.runs import demo as demo_run
 from xlnet_tf.training import collapse
 
@@ -109,13 +110,6 @@ def results_table(pretrained, runs) -> list:
   return lines
 
 
-def _write_atomic(path: str, text: str) -> None:
-  partial = path + ".partial"
-  with open(partial, "w") as f:
-    f.write(text)
-  os.replace(partial, path)
-
-
 def transfer(work_dir: str, corpus: str, size: str, recipes: Sequence[str],
              lrs: Sequence[float], seeds: Sequence[int], command: str):
   """Runs (or reuses) `run_matrix` at the `size` preset on `corpus`; writes
@@ -127,10 +121,10 @@ def transfer(work_dir: str, corpus: str, size: str, recipes: Sequence[str],
   pretrained, runs = run_matrix(work_dir, base, recipes, lrs, seeds,
                                 report=lambda line: print(line, flush=True))
   table = results_table(pretrained, runs)
-  _write_atomic(os.path.join(work_dir, "results.json"), json.dumps(
+  paths.write_text(os.path.join(work_dir, "results.json"), json.dumps(
       {"command": command, "settings": dataclasses.asdict(base),
        "pretraining": pretrained, "runs": runs}, indent=2) + "\n")
-  _write_atomic(os.path.join(work_dir, "results.md"),
+  paths.write_text(os.path.join(work_dir, "results.md"),
                 f"Command: `{command}`\n\n" + "\n".join(table) + "\n")
   print("\n".join(table))
   print(f"\nwrote {work_dir}/results.md, results.json")

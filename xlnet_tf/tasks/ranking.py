@@ -378,7 +378,7 @@ class RankingTask(base.XLNetTask):
       ids = sorted({docid for ranking in split.candidates.values() for docid, _ in ranking})
       texts, max_pieces = {docid: documents[docid] for docid in ids}, (
           self.spec.max_document_pieces)
-    key = feature_cache.settings_key({**self.embedding_settings, "what": what,
+    key = storage.settings_key({**self.embedding_settings, "what": what,
                                         "max_pieces": max_pieces,
                                         "texts": feature_cache.rows_sha256(
                                             sorted(texts.items()))})
@@ -391,7 +391,7 @@ class RankingTask(base.XLNetTask):
     key, path, texts, max_pieces = self._store(data, what)
     if path in self._stores:
       return self._stores[path]
-    if not embedding_store.exists(path):
+    if not embedding_store.holds(path, key):
       os.makedirs(os.path.dirname(path), exist_ok=True)
       self._write_embeddings(path, key, texts, max_pieces)
     store = embedding_store.EmbeddingStore(path)

@@ -53,6 +53,7 @@ from official.core import task_factory
 import tensorflow as tf
 import tf_keras
 
+from xlnet_tf import paths
 from xlnet_tf.data import feature_cache
 from xlnet_tf.data import sample_data
 from xlnet_tf.data import squad
@@ -513,7 +514,7 @@ def record_threshold(model_dir: str, threshold: float) -> None:
   if not settings.get("version_2_with_negative"):
     return
   settings[THRESHOLD_KEY] = float(threshold)
-  feature_cache.write_atomic(path, lambda partial: _write_json(partial, settings))
+  paths.write_json(path, settings)
 
 
 def read_settings(model_dir: str) -> Dict[str, Any]:
@@ -524,7 +525,3 @@ def read_settings(model_dir: str) -> Dict[str, Any]:
   with tf.io.gfile.GFile(path) as f:
     return json.load(f)
 
-
-def _write_json(path: str, values: Dict[str, Any]) -> None:
-  with tf.io.gfile.GFile(path, "w") as f:
-    f.write(json.dumps(values, indent=2) + "\n")

@@ -269,13 +269,6 @@ def _read_json(path: str) -> Optional[Dict[str, Any]]:
     return json.load(f)
 
 
-def _write_json(path: str, values: Dict[str, Any]) -> None:
-  partial = f"{path}.partial-{os.getpid()}"
-  with tf.io.gfile.GFile(partial, "w") as f:
-    f.write(json.dumps(values, indent=2) + "\n")
-  tf.io.gfile.rename(partial, path, overwrite=True)
-
-
 def _best_model_action(task: base.XLNetTask, model, optimizer, model_dir: str,
                        writes: bool = True):
   """An eval action keeping the model with the best task.METRIC in MODEL_DIR/best
@@ -291,11 +284,10 @@ def _best_model_action(task: base.XLNetTask, model, optimizer, model_dir: str,
       return
     results = {"step": int(optimizer.iterations.numpy()),
                **{k: float(v) for k, v in metrics.items()}}
-    staging = f"{best_dir}.new-{os.getpid()}"        # the model and its results, whole
-    task.save_model_dir(model, staging, results)
-    _write_json(os.path.join(staging, RESULTS_FILE), results)
-    task.write_evaluation_files(staging)
-    model_directory.replace_directory(staging, best_dir)
+    with paths.atomic_output(best_dir, replace=True) as staging:   # the model, its results
+      task.save_model_dir(model, staging, results)
+      paths.write_json(os.path.join(staging, RESULTS_FILE), results)
+      task.write_evaluation_files(staging)
     logging.info("new best %s %.4f at step %d: %s", task.METRIC, value, results["step"],
                  best_dir)
   return action
@@ -403,7 +395,7 @@ def evaluate(task: base.XLNetTask, params, model_dir: str) -> Dict[str, Any]:
   results = task.evaluate(model, num_steps=params.trainer.validation_steps)
   results = {"step": step, "checkpoint": os.path.basename(latest), **results}
   split = params.task.validation_data.split
-  _write_json(os.path.join(model_dir, f"eval_results_{split}.json"), results)
+  paths.write_json(os.path.join(model_dir, f"eval_results_{split}.json"), results)
   task.write_evaluation_files(model_dir, split)
   writer = tf.summary.create_file_writer(os.path.join(model_dir,
                                                       loop.EVAL_SUMMARY_DIR))

@@ -38,6 +38,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from xlnet_tf import paths
+
 RECORD_FILE = "collapse.json"
 ABANDONED_DIR = "abandoned"
 THRESHOLD = 0.98                 # "has not left" the reference: loss > THRESHOLD x reference
@@ -195,11 +197,7 @@ class Watch:
   def _write(self) -> None:
     if not self.restarts:
       return
-    path = os.path.join(self.model_dir, RECORD_FILE)
-    partial = f"{path}.partial-{os.getpid()}"
-    with tf.io.gfile.GFile(partial, "w") as f:
-      f.write(json.dumps(self.record, indent=2) + "\n")
-    tf.io.gfile.rename(partial, path, overwrite=True)
+    paths.write_json(os.path.join(self.model_dir, RECORD_FILE), self.record)
 
   def card_details(self) -> Dict[str, str]:
     """The model card's lines: the seed used and the abandoned attempts with their losses."""

@@ -120,7 +120,7 @@ class RunOptions:
   @classmethod
   def recorded_defaults(cls) -> Dict[str, Any]:
     """"options.<name>" -> default, for every option: a directory written by a version
-    that did not record an option ran with its default (`run_directory.check_settings`)."""
+    that did not record an option ran with its default (`run_directory.record_settings`)."""
     return {f"options.{field.name}": field.default for field in dataclasses.fields(cls)
             if field.default is not dataclasses.MISSING}
 

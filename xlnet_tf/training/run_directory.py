@@ -17,7 +17,6 @@ go, when to stop) are not part of a run's settings and may change between reruns
   ...                 has_results=lambda: tf.train.latest_checkpoint("runs/sst2"))
 """
 
-import json
 import os
 from typing import Any, Callable, Dict, List, Optional
 
@@ -25,70 +24,39 @@ from absl import logging
 import tensorflow as tf
 
 from xlnet_tf import paths
+from xlnet_tf import settings_record
 from xlnet_tf.model_directory import NonFiniteError
 
 SETTINGS_FILE = "run_settings.json"
 
 
-class RunSettingsError(ValueError):
+class RunSettingsError(settings_record.SettingsMismatch):
   """The directory holds a run with other settings."""
 
 
 # What stops a run for a reason the user can act on: the entry points print the message
 # alone, without a traceback.
-RUN_STOPPED = (RunSettingsError, paths.DirectoryLockedError, NonFiniteError)
+RUN_STOPPED = (settings_record.SettingsMismatch, paths.DirectoryLockedError, NonFiniteError)
+
+_NEEDS_SAME = "rerunning into it resumes that run, which needs the same settings"
+_NEW_RUN = "Use a new --model_dir for a new run, or the recorded settings to resume."
 
 
-def _flatten(value: Any, prefix: str = "") -> Dict[str, Any]:
-  if isinstance(value, dict):
-    flat = {}
-    for key, item in value.items():
-      flat.update(_flatten(item, f"{prefix}{key}."))
-    return flat
-  return {prefix[:-1]: value}
-
-
-def _normalised(settings: Dict[str, Any]) -> Dict[str, Any]:
-  """JSON's view of the settings (tuples become lists, keys strings)."""
-  return json.loads(json.dumps(settings, sort_keys=True, default=str))
-
-
-def settings_differences(recorded: Dict[str, Any], current: Dict[str, Any],
-                         defaults: Optional[Dict[str, Any]] = None) -> List[str]:
-  """Lines "key: A in the directory, B now" for every setting that differs. `defaults`
-  ({flattened key: value}) are what a directory that does not record a setting ran with
-  (it was written before the setting existed): absent there, the setting compares as its
-  default."""
-  old, new = _flatten(_normalised(recorded)), _flatten(_normalised(current))
-  for key, value in _normalised(defaults or {}).items():
-    if key not in old and key in new:
-      old[key] = value
-  lines = []
-  for key in sorted(set(old) | set(new)):
-    if old.get(key, "<absent>") != new.get(key, "<absent>"):
-      lines.append(f"{key}: {old.get(key, '<absent>')!r} in the directory, "
-                   f"{new.get(key, '<absent>')!r} now")
-  return lines
-
-
-def check_settings(model_dir: str, settings: Dict[str, Any], has_results: bool,
-                   defaults: Optional[Dict[str, Any]] = None) -> None:
+def record_settings(model_dir: str, settings: Dict[str, Any], has_results: bool,
+                    defaults: Optional[Dict[str, Any]] = None) -> None:
   """Records `settings` in `model_dir`, or raises `RunSettingsError` listing how they
-  differ from the recorded ones (`settings_differences` with `defaults`) when the
+  differ from the recorded ones (`settings_record.differences` with `defaults`) when the
   directory holds results of that other run."""
   path = os.path.join(model_dir, SETTINGS_FILE)
-  if tf.io.gfile.exists(path):
-    with tf.io.gfile.GFile(path) as f:
-      recorded = json.loads(f.read())
-    differences = settings_differences(recorded, settings, defaults)
+  recorded = settings_record.read(path)
+  if recorded is not None:
+    differences = settings_record.differences(recorded, settings, defaults)
     if not differences:
       return
     if has_results:
-      raise RunSettingsError(
-          f"{model_dir} holds a run with other settings ({path}); rerunning into it resumes "
-          f"that run, which needs the same settings. What differs:\n  " +
-          "\n  ".join(differences) +
-          "\nUse a new --model_dir for a new run, or the recorded settings to resume.")
+      raise settings_record.mismatch(
+          path, differences, f"{model_dir} holds a run with other settings", _NEW_RUN,
+          needs=_NEEDS_SAME, error=RunSettingsError)
     logging.info("%s: no checkpoint of the earlier run; recording the new settings",
                  model_dir)
   elif has_results:
@@ -96,10 +64,7 @@ def check_settings(model_dir: str, settings: Dict[str, Any], has_results: bool,
                     "settings cannot be compared; recording them now", model_dir,
                     SETTINGS_FILE)
   tf.io.gfile.makedirs(model_dir)
-  partial = f"{path}.partial-{os.getpid()}"
-  with tf.io.gfile.GFile(partial, "w") as f:
-    f.write(json.dumps(_normalised(settings), indent=2, sort_keys=True) + "\n")
-  tf.io.gfile.rename(partial, path, overwrite=True)
+  settings_record.write(path, settings)
 
 
 def temporaries(model_dir: str) -> List[str]:
@@ -116,19 +81,16 @@ def check_model_settings(model_dir: str, settings: Dict[str, Any], purpose: str)
   `RunSettingsError` listing how `settings` (those that shape the model) differ from the
   ones `model_dir` records; settings only one side has are not compared."""
   path = os.path.join(model_dir, SETTINGS_FILE)
-  if not tf.io.gfile.exists(path):
+  recorded = settings_record.read(path)
+  if recorded is None:
     return
-  with tf.io.gfile.GFile(path) as f:
-    recorded = _flatten(_normalised(json.loads(f.read())))
-  current = _flatten(_normalised(settings))
-  differences = settings_differences({k: v for k, v in recorded.items() if k in current},
-                                     {k: v for k, v in current.items() if k in recorded})
+  differences = settings_record.differences(recorded, settings, common_only=True)
   if differences:
-    raise RunSettingsError(
-        f"{model_dir} holds a run with other settings ({path}); {purpose} reads its "
-        f"checkpoint, which needs the model that run built. What differs:\n  " +
-        "\n  ".join(differences) +
-        "\nGive the recorded settings (MODEL_DIR/params.yaml) or another --model_dir.")
+    raise settings_record.mismatch(
+        path, differences, f"{model_dir} holds a run with other settings",
+        "Give the recorded settings (MODEL_DIR/params.yaml) or another --model_dir.",
+        needs=f"{purpose} reads its checkpoint, which needs the model that run built",
+        error=RunSettingsError)
 
 
 def open_run(model_dir: str, purpose: str, settings: Dict[str, Any],
@@ -139,7 +101,7 @@ def open_run(model_dir: str, purpose: str, settings: Dict[str, Any],
   paths.check_output_dir(model_dir, flag)
   lock = paths.DirectoryLock(model_dir, purpose).acquire()
   try:
-    check_settings(model_dir, settings, bool(has_results()), defaults)
+    record_settings(model_dir, settings, bool(has_results()), defaults)
   except BaseException:
     lock.release()
     raise
