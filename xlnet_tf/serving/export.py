@@ -7,7 +7,7 @@ Signatures (all batch-major, any batch size):
   serving_ids      input_ids int32 [B, T], segment_ids int32 [B, T], input_mask float32
                    [B, T] (1 = padding, the released layout) -> the same outputs
 Whole texts. serving_default reads a text of any length whole (`whole_text=True`, the
-default): in the document layout (`XLNetTextEncoder.document_inputs`: every piece of
+default): in the document layout (`text_layouts.document_inputs`: every piece of
 text_a, then `<sep> <cls>` or `<sep> text_b <sep> <cls>` with text_b cut to
 max_seq_length - 3 pieces; padded on the left to K segments of max_seq_length T) read
 segment by segment through the Transformer-XL memory (`networks.document_reader`); the
@@ -20,7 +20,7 @@ before: the same layout, the same cost and the same outputs as a truncating expo
 behaviour: truncation at T.
 Padding. A batch that fits one segment is padded on the left only to its bucket: the
 smallest of 16, 24, 32, 48, 64, 96, ..., T that holds the batch's longest row
-(`text_encoder.bucket_lengths`), so a batch of short reviews costs what short reviews cost,
+(`text_layouts.bucket_lengths`), so a batch of short reviews costs what short reviews cost,
 not what T does; a longer batch takes segments of T. With left padding and relative
 positions the outputs do not depend on the amount of padding (the "last", "mean" and
 "attn" summaries read real tokens only), so they equal the fixed-length export's
@@ -51,6 +51,7 @@ from xlnet_tf import model_directory
 from xlnet_tf.data import classifier_tasks
 from xlnet_tf.layers.sequence_summary import PADDING_INVARIANT_TYPES
 from xlnet_tf.serving import export_card
+from xlnet_tf.serving import text_layouts
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
@@ -129,11 +130,13 @@ class ClassifierServing(tf.Module):
 
   def from_text(self, text_a, text_b=None):
     if not self.whole_text:
-      features = self.text_encoder.classifier_inputs(               # [B, L] or [B, T]
-          text_a, text_b, self.spec.max_seq_length, bucketed=self.bucketed)
+      features = text_layouts.classifier_inputs(                    # [B, L] or [B, T]
+          self.text_encoder, text_a, text_b, self.spec.max_seq_length,
+          bucketed=self.bucketed)
       return self.outputs(features)
-    features = self.text_encoder.document_inputs(                   # each [B, K, S]
-        text_a, text_b, self.spec.max_seq_length, bucketed=self.bucketed)
+    features = text_layouts.document_inputs(                        # each [B, K, S]
+        self.text_encoder, text_a, text_b, self.spec.max_seq_length,
+        bucketed=self.bucketed)
     # K = 1: one segment [B, S] without memory, as a truncating export reads it (and at
     # its cost); K > 1: the segments (of S = T) in order through the memory.
     return tf.cond(tf.equal(tf.shape(features["input_ids"])[1], 1),

@@ -26,7 +26,7 @@ import tensorflow as tf
 from xlnet_tf import model_card
 from xlnet_tf import paths
 from xlnet_tf.data.race import ANSWERS
-from xlnet_tf.serving.text_encoder import bucket_lengths
+from xlnet_tf.serving.text_layouts import bucket_lengths
 
 UNKNOWN_LICENCE = "unknown: see the source"
 

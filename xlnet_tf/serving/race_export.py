@@ -19,7 +19,7 @@ encoded (`XLNetTextEncoder.tokenize`: the released normalisation, SentencePiece,
 digit-comma re-split; the model inside the SavedModel); the question+option part keeps its
 LAST max_qa_length pieces, the article its first max_seq_length - 3 - len(qa) pieces; then
 the classification layout `article <sep> qa <sep> <cls>`, padded on the LEFT
-(`XLNetTextEncoder.layout`). Serving needs only TensorFlow and tensorflow-text:
+(`text_layouts.classifier_layout`). Serving needs only TensorFlow and tensorflow-text:
 
   import tensorflow as tf, tensorflow_text  # registers the SentencePiece ops
   serve = tf.saved_model.load(EXPORT_DIR).signatures["serving_default"]
@@ -44,6 +44,7 @@ from xlnet_tf.serving import export_card
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
+from xlnet_tf.serving.text_layouts import classifier_layout
 
 OPTIONS = (f"a 2-D string Tensor, the {NUM_OPTIONS} answer options of each question "
            f"(options[b, k] is option {', '.join(ANSWERS)}[k] of question b)")
@@ -104,7 +105,7 @@ def race_inputs(encoder: XLNetTextEncoder, article: tf.Tensor, question: tf.Tens
   keep_article = tf.minimum(tf.gather(article_ids.row_lengths(), rows),
                             tf.maximum(tf.constant(0, tf.int64), seq_len - 3 - keep_qa))
   context = _take(article_ids, starts, keep_article)                      # the FIRST ones
-  flat = XLNetTextEncoder.layout(context, qa, seq_len)                     # [B*C, T]
+  flat = classifier_layout(context, qa, seq_len)                          # [B*C, T]
   return {key: tf.reshape(value, [-1, num_options, seq_len]) for key, value in flat.items()}
 
 

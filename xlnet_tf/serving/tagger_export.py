@@ -15,9 +15,9 @@ In the graph, as `tagging_features` does in Python: each word is normalised and 
 on its own (`XLNetTextEncoder.tokenize`, the released normalisation and SentencePiece, the
 model inside the SavedModel), a word without pieces becomes one <unk>, and the pieces form
 the classification layout `pieces <sep> <cls>`, padded on the left
-(`XLNetTextEncoder.layout`). Each batch is padded only to its bucket: the smallest of 16,
-24, 32, 48, 64, 96, ..., max_seq_length that holds its longest row
-(`text_encoder.bucket_lengths`; truncation still at max_seq_length). With left padding and
+(`text_layouts.classifier_layout`). Each batch is padded only to its bucket: the smallest
+of 16, 24, 32, 48, 64, 96, ..., max_seq_length that holds its longest row
+(`text_layouts.bucket_lengths`; truncation still at max_seq_length). With left padding and
 relative positions a word's logits do not depend on the amount of padding, so the tags
 and probabilities equal the fixed-length export's (tests/serving/test_bucketing.py: every held-out
 Brown sentence, within 1e-5); `export_tagger(..., bucketed=False)` pads every batch to
@@ -40,6 +40,7 @@ from xlnet_tf.serving.export import export_model_dir
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
+from xlnet_tf.serving.text_layouts import classifier_layout
 from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 
@@ -94,8 +95,8 @@ class TaggerServing(tf.Module):
                     tf.where(empty, num + tf.range(num), tf.range(num)))
     pieces = tf.RaggedTensor.from_row_splits(ids, words.row_splits,
                                              validate=False).merge_dims(1, 2)  # [B, (n)]
-    features = self.text_encoder.layout(pieces, None, seq_len,      # [B, L] each, L <= T
-                                        bucketed=self.bucketed)
+    features = classifier_layout(pieces, None, seq_len,              # [B, L] each, L <= T
+                                 bucketed=self.bucketed)
     logits = self.model(features, training=False)["logits"]           # [B, L, C]
     padded = tf.shape(features["input_ids"], out_type=tf.int64)[1]   # L (T if not bucketed)
 
