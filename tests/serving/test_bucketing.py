@@ -31,9 +31,9 @@ from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.models.xlnet_tagger import build_tagger
 from xlnet_tf.serving import squad_export
 from xlnet_tf.serving import squad_text
-from xlnet_tf.serving.export import ClassifierServing
-from xlnet_tf.serving.export import export_classifier
-from xlnet_tf.serving.export import resolve_bucketed
+from xlnet_tf.serving.classifier_export import ClassifierServing
+from xlnet_tf.serving.classifier_export import export_classifier
+from xlnet_tf.serving.classifier_export import resolve_bucketed
 from xlnet_tf.serving.tagger_export import TaggerServing
 from xlnet_tf.serving.tagger_export import export_tagger
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder

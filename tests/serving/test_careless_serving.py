@@ -40,8 +40,8 @@ from xlnet_tf.convert.importer import convert
 from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.models.xlnet_tagger import build_tagger
+from xlnet_tf.serving import classifier_export
 from xlnet_tf.serving import encoder_export
-from xlnet_tf.serving import export as classifier_export
 from xlnet_tf.serving import squad_export
 from xlnet_tf.serving import tagger_export
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
@@ -324,17 +324,22 @@ def test_an_export_removes_the_partial_directory_of_a_killed_export(pretrained_d
   assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
   left = [name for name in os.listdir(tmp_path) if ".partial-" in name]
   assert len(left) == 1 and os.path.exists(tmp_path / left[0] / "saved_model.pb"), left
-  # A live process's partial directory, and another host's, are never touched.
+  # <export>.partial-<pid>-<n>@<host>: the killed process's pid.
+  pid = left[0].split(".partial-")[1].split("@")[0].split("-")[0]
+  # The older name of a dead process's partial directory, <export>.partial-<pid>@<host>,
+  # is removed too; a live process's partial directory, and another host's, are never
+  # touched.
+  older = tmp_path / f"encoder.partial-{pid}@{socket.gethostname()}"
   live = tmp_path / f"encoder.partial-{os.getppid()}@{socket.gethostname()}"
   other_host = tmp_path / "encoder.partial-999999999@another-host"
-  for keep in (live, other_host):
-    keep.mkdir()
-    (keep / "theirs.txt").write_text("in use")
+  for partial in (older, live, other_host):
+    partial.mkdir()
+    (partial / "theirs.txt").write_text("in use")
   with caplog.at_level(logging.WARNING):
     encoder_export.export_encoder(pretrained_dir, export_dir, max_seq_length=8)
   assert sorted(name for name in os.listdir(tmp_path) if ".partial-" in name) == sorted(
       [live.name, other_host.name])
   assert os.path.exists(os.path.join(export_dir, "saved_model.pb"))
-  pid = left[0].split(".partial-")[1].split("@")[0]
-  assert (f"removed {tmp_path / left[0]}: the unfinished output of pid {pid} on "
-          f"{socket.gethostname()}, which is no longer running" in caplog.text), caplog.text
+  for removed in (tmp_path / left[0], older):
+    assert (f"removed {removed}: the unfinished output of pid {pid} on "
+            f"{socket.gethostname()}, which is no longer running" in caplog.text), caplog.text

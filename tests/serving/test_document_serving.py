@@ -29,9 +29,9 @@ from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.networks.document_reader import read_document
 from xlnet_tf.serving import encoder_export
-from xlnet_tf.serving import export_card
-from xlnet_tf.serving.export import ClassifierServing
-from xlnet_tf.serving.export import export_classifier
+from xlnet_tf.serving.classifier_export import ClassifierServing
+from xlnet_tf.serving.classifier_export import export_classifier
+from xlnet_tf.serving.classifier_export import reading_detail
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_layouts import bucket_lengths
 from xlnet_tf.serving.text_layouts import classifier_inputs
@@ -281,7 +281,7 @@ def test_texts_that_fit_one_segment_are_served_as_before(classifier_dir, spiece_
           f"pieces read in order through a memory of {SEQ} positions (fine-tuned on texts "
           f"truncated at max_seq_length); a batch that fits one segment is read as one "
           f"segment") in card
-  assert export_card.reading_detail(SEQ, 0, 0) == (
+  assert reading_detail(SEQ, 0, 0) == (
       f"texts truncated at max_seq_length {SEQ} pieces, as released")
 
 

@@ -12,7 +12,7 @@
   finetune  sentiment classification from the pretrained weights (and, for comparison,
             from a random start): the xlnet/classification experiment; accuracy on the
             held-out dev and test splits
-  export    a SavedModel serving raw text (xlnet_tf.serving.export)
+  export    a SavedModel serving raw text (xlnet_tf.serving.classifier_export)
   serve     experiments/classify_text.py in a fresh process (it imports only TensorFlow
             and tensorflow-text)
 
@@ -56,7 +56,7 @@ from xlnet_tf.data import classifier_tasks
 from xlnet_tf.data import pretrain_reader
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.data import sample_data
-from xlnet_tf.serving import export
+from xlnet_tf.serving import classifier_export
 from xlnet_tf.tasks import experiments
 from xlnet_tf.tasks import train_lib
 
@@ -454,7 +454,7 @@ def export_model(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
   out = os.path.join(stage_dir(work_dir, "export"), "saved_model")
   if os.path.exists(out):
     shutil.rmtree(out)
-  export.export_classifier(os.path.join(stage_dir(work_dir, "finetune"), "final"), out)
+  classifier_export.export_classifier(os.path.join(stage_dir(work_dir, "finetune"), "final"), out)
   return {"saved_model": out}
 
 

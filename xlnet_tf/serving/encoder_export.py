@@ -44,6 +44,9 @@ from xlnet_tf.networks.document_reader import read_document
 from xlnet_tf.networks.xlnet_encoder import is_word_embedding_state
 from xlnet_tf.serving import export_card
 from xlnet_tf.serving import text_layouts
+from xlnet_tf.serving.export_card import PROBE_TEXTS
+from xlnet_tf.serving.model_dir_export import check_export_dir
+from xlnet_tf.serving.model_dir_export import save
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
@@ -178,8 +181,27 @@ def export_encoder(model_dir: str, export_dir: str, max_seq_length: int = 128,
   """Exports the encoder of the pretrained model directory `model_dir` (with its
   spiece.model): `load_encoder_serving`'s module with both signatures and its card.
   Returns export_dir."""
-  export_card.check_export_dir(export_dir)
+  check_export_dir(export_dir)
   module = load_encoder_serving(model_dir, max_seq_length, lower, keep_accents,
                                 document_mem_len)
-  return export_card.save(module, export_dir, model_dir, module.encoder,
-                          export_card.encoder_card(module))
+  return save(module, export_dir, model_dir, module.encoder, encoder_card(module))
+
+
+# ---- the card -------------------------------------------------------------------------------
+
+def encoder_card(module: EncoderServing) -> export_card.ExportCard:
+  """`EncoderServing`: hidden states and the <cls> summary (the parity of
+  serving_default; serving_document is described)."""
+  return export_card.ExportCard(
+      task="pretrained", title="XLNet encoder (feature extraction), SavedModel",
+      python_fn=module.serve_text, inputs={"text": list(PROBE_TEXTS)},
+      keys=("hidden_states", "summary"),
+      details={"max_seq_length": module.max_seq_length,
+               "uncased": module.text_encoder.lower,
+               "keep_accents": module.text_encoder.keep_accents,
+               "serving_default": f"one segment: the text truncated to max_seq_length "
+                                  f"{module.max_seq_length} - 2 pieces",
+               "serving_document": f"whole texts of any length -> embedding (at the final "
+                                   f"<cls>), token_embeddings, token_mask, token_ids; read "
+                                   f"in segments of {module.max_seq_length} pieces through "
+                                   f"a memory of {module.document_mem_len} positions"})

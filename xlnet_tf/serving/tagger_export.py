@@ -35,13 +35,14 @@ from typing import Dict, Optional
 import tensorflow as tf
 
 from xlnet_tf.data import tokenization
+from xlnet_tf.models.xlnet_tagger import TaggerSpec
 from xlnet_tf.serving import export_card
-from xlnet_tf.serving.export import export_model_dir
+from xlnet_tf.serving.export_card import PROBE_TEXTS
+from xlnet_tf.serving.model_dir_export import export_model_dir
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
 from xlnet_tf.serving.text_layouts import classifier_layout
-from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 
 @functools.lru_cache(maxsize=None)
@@ -147,4 +148,19 @@ def export_tagger(model_dir: str, export_dir: str,
   def serving(model, spec: TaggerSpec, spiece: str) -> TaggerServing:
     return TaggerServing(model, spec, spiece, bucketed=bucketed)
   return export_model_dir(model_dir, export_dir, TaggerSpec, serving, spiece_model,
-                          spiece_hint="spiece_model", card=export_card.tagger_card)
+                          spiece_hint="spiece_model", card=tagger_card)
+
+
+# ---- the card -------------------------------------------------------------------------------
+
+def tagger_card(module: TaggerServing) -> export_card.ExportCard:
+  """`TaggerServing`: per-word tag probabilities."""
+  spec = module.spec
+  return export_card.ExportCard(
+      task="token_classification", title=f"XLNet tagger ({spec.task_name}), SavedModel",
+      python_fn=module.serve_text, inputs={"text": list(PROBE_TEXTS)},
+      keys=("probabilities",), labels=list(spec.labels),
+      details={"max_seq_length": spec.max_seq_length, "uncased": spec.uncased,
+               "keep_accents": getattr(spec, "keep_accents", False),
+               "Tag scheme": spec.scheme,
+               "Padding": export_card.padding_detail(spec.max_seq_length, module.bucketed)})

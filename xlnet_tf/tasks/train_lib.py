@@ -66,7 +66,7 @@ from xlnet_tf import paths
 from xlnet_tf import presets
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
-from xlnet_tf.serving import export_card
+from xlnet_tf.serving import model_dir_export
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.models.xlnet_pretrainer import check_attn_type
 from xlnet_tf.models.xlnet_pretrainer import objective_attn_type
@@ -448,9 +448,9 @@ def export(task: base.XLNetTask, model_dir: str, export_dir: Optional[str] = Non
                             f"(train first: --mode=train or train_and_eval)")
   paths.remove_stale_partials(export_dir)           # left by a killed export
   partial = paths.partial_path(export_dir)
-  task.export(source, partial)                      # whole or not at all (export_card.save)
+  task.export(source, partial)                      # whole or not at all (model_dir_export.save)
   try:
-    export_card.rename_over_empty(partial, export_dir.rstrip("/"))   # never over contents
+    model_dir_export.rename_over_empty(partial, export_dir.rstrip("/"))   # never over contents
   except BaseException:
     if tf.io.gfile.exists(partial):
       tf.io.gfile.rmtree(partial)

@@ -42,20 +42,25 @@ TensorFlow and tensorflow-text:
   serve(text_a=tf.constant(["a gripping, beautifully acted film"]))["probabilities"]
 """
 
-import os
-from typing import Any, Callable, Dict, Optional
+from typing import Dict, Optional
 
 import tensorflow as tf
 
-from xlnet_tf import model_directory
 from xlnet_tf.data import classifier_tasks
 from xlnet_tf.layers.sequence_summary import PADDING_INVARIANT_TYPES
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf.serving import export_card
 from xlnet_tf.serving import text_layouts
+from xlnet_tf.serving.export_card import PROBE_LONG_TEXT
+from xlnet_tf.serving.export_card import PROBE_TEXTS
+from xlnet_tf.serving.model_dir_export import export_model_dir
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
-from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+
+# The second texts of the probe pairs (`classifier_card`).
+PROBE_SECOND_TEXTS = ("The film holds the attention.", "It is short.",
+                      "C'est un film.", "Call me Ishmael.")
 
 
 def serving_mem_len(spec: ClassifierSpec, whole_text: bool = True,
@@ -206,41 +211,46 @@ def export_classifier(model_dir: str, export_dir: str, pair: Optional[bool] = No
         bucketed=bucketed, whole_text=whole_text)
   return export_model_dir(
       model_dir, export_dir, ClassifierSpec, serving, spiece_model,
-      spiece_hint="--spiece_model_file", card=export_card.classifier_card,
+      spiece_hint="--spiece_model_file", card=classifier_card,
       build_options=lambda spec: {"mem_len": serving_mem_len(spec, whole_text, mem_len)})
 
 
-def export_model_dir(model_dir: str, export_dir: str,
-                     spec_class: type,
-                     serving: Callable[[Any, Any, str], tf.Module],
-                     spiece_model: Optional[str] = None,
-                     spiece_hint: str = "spiece_model",
-                     card: Optional[Callable[[tf.Module], export_card.ExportCard]] = None,
-                     build_options: Optional[Callable[[Any], Dict[str, Any]]] = None
-                     ) -> str:
-  """Exports a fine-tuned model's directory as a SavedModel; returns export_dir.
+# ---- the card -------------------------------------------------------------------------------
 
-  `export_dir` is checked first (`export_card.check_export_dir`: a file, under a file,
-  not writable, not empty), then `model_directory.load(model_dir, spec_class)` gives
-  (model, spec) and `serving(model, spec, spiece_model)` the module whose `signatures()`
-  are saved. `spiece_model` defaults to
-  `model_dir/spiece.model`; a missing one raises FileNotFoundError (`spiece_hint` names
-  how to pass another). `card(module)` describes the export for its model card
-  (`export_card.write`: README.md beside the SavedModel, with the parity measured on the
-  reloaded SavedModel). `build_options(spec)` gives the options the model is built with
-  (`model_directory.load`'s, e.g. the serving memory).
-  """
-  export_card.check_export_dir(export_dir)
-  options = {}
-  if build_options is not None and tf.io.gfile.exists(os.path.join(model_dir,
-                                                                   spec_class.FILE)):
-    options = build_options(spec_class.from_values(
-        model_directory.read_spec(model_dir, spec_class.FILE), source=model_dir))
-  model, spec = model_directory.load(model_dir, spec_class, **options)
-  spiece_model = spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
-  if not tf.io.gfile.exists(spiece_model):
-    raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "
-                            f"SavedModel is missing (pass {spiece_hint})")
-  module = serving(model, spec, spiece_model)
-  return export_card.save(module, export_dir, model_dir, model,
-                          None if card is None else card(module))
+def reading_detail(max_seq_length: int, mem_len: int, fine_tuned_mem_len: int) -> str:
+  """The card's "Reading" line of a classifier: whole texts through a memory of `mem_len`
+  positions (0: truncated at max_seq_length)."""
+  if not mem_len:
+    return f"texts truncated at max_seq_length {max_seq_length} pieces, as released"
+  origin = ("the memory it was fine-tuned with" if fine_tuned_mem_len == mem_len and
+            fine_tuned_mem_len else
+            f"fine-tuned with mem_len {fine_tuned_mem_len}" if fine_tuned_mem_len else
+            "fine-tuned on texts truncated at max_seq_length")
+  return (f"whole texts of any length, in segments of max_seq_length {max_seq_length} "
+          f"pieces read in order through a memory of {mem_len} positions ({origin}); a "
+          f"batch that fits one segment is read as one segment")
+
+
+def classifier_card(module: ClassifierServing) -> export_card.ExportCard:
+  """`ClassifierServing`: probabilities (score for regression)."""
+  spec = module.spec
+  whole_text = getattr(module, "whole_text", False)
+  long_text = (PROBE_LONG_TEXT,) if whole_text else ()
+  inputs = {"text_a": list(PROBE_TEXTS + long_text)}
+  if module.pair:
+    inputs["text_b"] = list(PROBE_SECOND_TEXTS + PROBE_SECOND_TEXTS[:len(long_text)])
+  kind = "regression" if spec.is_regression else "classification"
+  mem_len = module.model.encoder.config.mem_len if whole_text else 0
+  return export_card.ExportCard(
+      task=kind, title=f"XLNet {kind} ({spec.task_name}), SavedModel",
+      python_fn=module.serve_text, inputs=inputs,
+      keys=("score",) if spec.is_regression else ("probabilities",),
+      labels=None if spec.is_regression else list(spec.labels),
+      details={"max_seq_length": spec.max_seq_length, "uncased": spec.uncased,
+               "keep_accents": getattr(spec, "keep_accents", False),
+               "Inputs": "text_a, text_b" if module.pair else "text_a",
+               "Reading": reading_detail(spec.max_seq_length, mem_len,
+                                         getattr(spec, "mem_len", 0)),
+               "Padding": export_card.padding_detail(spec.max_seq_length, module.bucketed,
+                                                     whole_text=whole_text)
+                          + "; serving_ids: ids padded to max_seq_length"})
