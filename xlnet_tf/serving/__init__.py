@@ -18,6 +18,6 @@ The exports, one module per kind, each with its serving module and its card:
 What the exports share:
   model_dir_export   the export of a model directory (`export_model_dir`), and the
                      SavedModel written whole (`check_export_dir`, `save`)
-  export_card        the card (README.md) beside the SavedModel with its parity, and
-                     the probe inputs of several kinds
+  export_card        the card (README.md) beside the SavedModel with its parity,
+                     export.json, and the probe inputs of several kinds
 """

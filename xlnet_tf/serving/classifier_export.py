@@ -243,6 +243,9 @@ def classifier_card(module: ClassifierServing) -> export_card.ExportCard:
   mem_len = module.model.encoder.config.mem_len if whole_text else 0
   return export_card.ExportCard(
       task=kind, title=f"XLNet {kind} ({spec.task_name}), SavedModel",
+      about=(f"a {kind} export: its serving_default takes "
+             f"{'text_a and text_b' if module.pair else 'text_a'}; serve it with "
+             f"xlnet-classify (docs/serving.md, A classifier)"),
       python_fn=module.serve_text, inputs=inputs,
       keys=("score",) if spec.is_regression else ("probabilities",),
       labels=None if spec.is_regression else list(spec.labels),

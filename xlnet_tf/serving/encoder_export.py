@@ -194,6 +194,8 @@ def encoder_card(module: EncoderServing) -> export_card.ExportCard:
   serving_default; serving_document is described)."""
   return export_card.ExportCard(
       task="pretrained", title="XLNet encoder (feature extraction), SavedModel",
+      about=("an encoder export: its serving_default takes text and returns hidden states; "
+             "call it from Python (docs/serving.md)"),
       python_fn=module.serve_text, inputs={"text": list(PROBE_TEXTS)},
       keys=("hidden_states", "summary"),
       details={"max_seq_length": module.max_seq_length,

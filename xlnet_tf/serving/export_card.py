@@ -12,6 +12,10 @@ parity is measured), and `model_dir_export.save` writes it with the SavedModel t
            this process, and the Python model (the same serving module's Python function,
            run eagerly on the Keras model before saving) on fixed probe inputs
 
+Beside it, `export.json` (`write_description`) says what the export is for the tools that
+are given one (the card's task, and `about`: what it takes and what serves it; read by
+`experiments/classify_text.py` without this package).
+
   >>> card = tagger_card(module)                    # tagger_export, after saving
   >>> write(export_dir, model_dir, model, card)
 """
@@ -24,9 +28,13 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet_tf import model_card
+from xlnet_tf import paths
 from xlnet_tf.serving.text_layouts import bucket_lengths
 
 UNKNOWN_LICENCE = "unknown: see the source"
+# What an export is, for tools (`write_description`; experiments/classify_text.py spells
+# the name too: it imports nothing of this package).
+DESCRIPTION_FILE = "export.json"
 
 # Fixed probe inputs: plain text, punctuation and digits, accents and symbols outside the
 # vocabulary, an empty string.
@@ -51,6 +59,9 @@ class ExportCard:
     task: the model card's task ("classification", "regression", "squad",
       "multiple_choice", "token_classification", "ranking", "pretrained").
     title: the card's first line.
+    about: what the export is, what its serving_default takes and what serves it, one
+      phrase ("a tagger export: its serving_default takes text ..."): `export.json`'s, for
+      the messages of a tool given another kind of export.
     python_fn: the serving module's Python function behind `signature` (called eagerly
       with the probe inputs as tensors).
     inputs: the probe inputs, name -> list (one batch).
@@ -61,6 +72,7 @@ class ExportCard:
   """
   task: str
   title: str
+  about: str
   python_fn: Callable[..., Mapping[str, tf.Tensor]]
   inputs: Dict[str, Any]
   keys: Sequence[str]
@@ -109,6 +121,14 @@ def write(export_dir: str, model_dir: str, model, card: ExportCard) -> str:
                           licence=source_licence(model_dir), config=model.config.to_dict(),
                           task=card.task, labels=card.labels, parity=parity,
                           details=details)
+
+
+def write_description(export_dir: str, card: ExportCard) -> str:
+  """Writes `export.json` into `export_dir`: {"task": the card's task, "about": what the
+  export is and what serves it}; returns its path."""
+  path = os.path.join(export_dir, DESCRIPTION_FILE)
+  paths.write_json(path, {"task": card.task, "about": card.about})
+  return path
 
 
 # ---- card lines that several kinds' cards have ----------------------------------------------

@@ -6,8 +6,8 @@
   model_directory     the model and its spec (`model_directory.load` with the kind's spec
                       class), the SentencePiece model beside it
   serving(...)        the kind's serving module (a `tf.Module` with `signatures()`)
-  save                the SavedModel and its card (`export_card`), written under a
-                      temporary name and renamed when complete
+  save                the SavedModel, its card and export.json (`export_card`), written
+                      under a temporary name and renamed when complete
 
 Each kind's export module calls it with its spec class, its serving module and its card
 (`classifier_export`, `tagger_export`, `squad_export`, `race_export`, `ranker_export`);
@@ -67,8 +67,8 @@ def rename_over_empty(partial: str, export_dir: str) -> None:
 def save(module: tf.Module, export_dir: str, model_dir: str, model,
          card: Optional[export_card.ExportCard] = None) -> str:
   """The export, whole or not at all: `module` with its `signatures()` and, with `card`,
-  its README.md (`export_card.write`) are written under the temporary name
-  `paths.atomic_output` gives
+  its README.md (`export_card.write`) and export.json (`export_card.write_description`)
+  are written under the temporary name `paths.atomic_output` gives
   (`<export_dir>.partial-<pid>-<n>@<host>`; those that dead processes left are removed
   first), which is then renamed to `export_dir` (checked empty by `check_export_dir`
   first; `remove_empty_export_dir` just before the rename). Whatever fails on the way
@@ -80,6 +80,7 @@ def save(module: tf.Module, export_dir: str, model_dir: str, model,
     tf.saved_model.save(module, partial, signatures=module.signatures())
     if card is not None:
       export_card.write(partial, model_dir, model, card)
+      export_card.write_description(partial, card)
     remove_empty_export_dir(export_dir)
   return export_dir
 

@@ -195,6 +195,8 @@ def race_card(module: RaceServing) -> export_card.ExportCard:
   """`RaceServing`: the options' logits and probabilities."""
   return export_card.ExportCard(
       task="multiple_choice", title="XLNet multiple choice (RACE), SavedModel",
+      about=("a RACE (multiple choice) export: its serving_default takes article, question "
+             "and options; call it from Python (docs/serving.md)"),
       python_fn=module.serve_text,
       inputs={"article": list(PROBE_ARTICLES), "question": list(PROBE_RACE_QUESTIONS),
               "options": [list(options) for options in PROBE_OPTIONS]},

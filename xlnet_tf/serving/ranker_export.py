@@ -105,6 +105,8 @@ def ranker_card(module: RankerServing) -> export_card.ExportCard:
            else f"hidden state {spec.embedding_layer} of the frozen encoder")
   return export_card.ExportCard(
       task="ranking", title="XLNet K-NRM ranker, SavedModel",
+      about=("a ranker export: its serving_default takes one query and its documents and "
+             "returns their scores; call it from Python (docs/ranking.md, Serving)"),
       python_fn=module.rank,
       inputs={"documents": list(PROBE_CONTEXTS) + [PROBE_LONG_TEXT],
               "query": PROBE_QUESTIONS[0]},

@@ -231,6 +231,8 @@ def squad_card(module: SquadServing) -> export_card.ExportCard:
   version_2 = module.null_threshold is not None
   return export_card.ExportCard(
       task="squad", title=f"XLNet SQuAD {'2.0' if version_2 else '1.1'} reader, SavedModel",
+      about=("a question-answering (SQuAD) export: its serving_default takes question and "
+             "context; call it from Python (docs/serving.md, Question answering)"),
       python_fn=module.answer,
       inputs={"question": list(PROBE_QUESTIONS), "context": list(PROBE_CONTEXTS)},
       keys=("score", "is_impossible") if version_2 else ("score",),

@@ -158,6 +158,8 @@ def tagger_card(module: TaggerServing) -> export_card.ExportCard:
   spec = module.spec
   return export_card.ExportCard(
       task="token_classification", title=f"XLNet tagger ({spec.task_name}), SavedModel",
+      about=("a tagger export: its serving_default takes text (whitespace-separated words) "
+             "and returns tags; call it from Python (docs/serving.md, Token classification)"),
       python_fn=module.serve_text, inputs={"text": list(PROBE_TEXTS)},
       keys=("probabilities",), labels=list(spec.labels),
       details={"max_seq_length": spec.max_seq_length, "uncased": spec.uncased,
