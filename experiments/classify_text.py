@@ -12,8 +12,10 @@ so this runs wherever the SavedModel is served. The `serving_default` signature 
 `experiments.export_saved_model` takes `text_a` (and `text_b` for pair tasks) and returns
 `probabilities` [B, C] and `label` [B] (the label's name, e.g. b"positive"). For a pair
 export, give one --text_b per sentence, in order. Prints one JSON object per sentence with
-`--json`, else a table. Another kind of export (a tagger, SQuAD, RACE, an encoder) or a
-sentence that is not valid UTF-8 is refused, naming it, before anything is classified.
+`--json`, else a table. Another kind of export (a tagger, SQuAD, RACE, a ranker, an
+encoder) or a sentence that is not valid UTF-8 is refused, naming it, before anything is
+classified: every export says what it is and what serves it in its export.json (written
+beside its README.md), which names it in the message.
 """
 
 import argparse
@@ -27,19 +29,22 @@ import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401  (registers the SentencePiece ops)
 
 
-# The other exports, told by the inputs (and outputs) of their serving_default, and what
-# serves them (docs/serving.md).
-OTHER_EXPORTS = (
-    ({"question", "context"}, None, "a question-answering (SQuAD) export: its serving_default "
-     "takes question and context; call it from Python (docs/serving.md, Question answering)"),
-    ({"article", "question", "options"}, None, "a RACE (multiple choice) export: its "
-     "serving_default takes article, question and options; call it from Python "
-     "(docs/serving.md)"),
-    ({"text"}, "tags", "a tagger export: its serving_default takes text (whitespace-separated "
-     "words) and returns tags; call it from Python (docs/serving.md, Token classification)"),
-    ({"text"}, None, "an encoder export: its serving_default takes text and returns hidden "
-     "states; call it from Python (docs/serving.md)"),
-)
+# What an export is and what serves it, written by the export beside its README.md
+# ({"task": ..., "about": "a tagger export: its serving_default takes text ..."};
+# xlnet_tf.serving.export_card.DESCRIPTION_FILE).
+DESCRIPTION_FILE = "export.json"
+
+
+def export_description(saved_model_dir):
+  """The `about` of the export's export.json: what it is and what serves it; None when
+  it has none (an export written before export.json was) or it cannot be read."""
+  path = os.path.join(saved_model_dir, DESCRIPTION_FILE)
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      about = json.loads(f.read()).get("about")
+  except (tf.errors.OpError, OSError, ValueError, AttributeError):
+    return None
+  return about if isinstance(about, str) and about else None
 
 
 def classifier_signature(saved_model_dir):
@@ -53,12 +58,8 @@ def classifier_signature(saved_model_dir):
   inputs = set(serve.structured_input_signature[1])
   if inputs in ({"text_a"}, {"text_a", "text_b"}):
     return serve, "text_b" in inputs
-  outputs = set(serve.structured_outputs)
-  for known_inputs, output, kind in OTHER_EXPORTS:
-    if inputs == known_inputs and (output is None or output in outputs):
-      break
-  else:
-    kind = f"an export whose serving_default takes {sorted(inputs)}"
+  kind = (export_description(saved_model_dir)
+          or f"an export whose serving_default takes {sorted(inputs)}")
   raise ValueError(f"{saved_model_dir} is {kind}. xlnet-classify serves classifier exports "
                    f"(serving_default takes text_a, and text_b for pairs; written by "
                    f"xlnet-export)")

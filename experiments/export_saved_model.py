@@ -6,15 +6,15 @@ r"""Exports a fine-tuned classifier as a SavedModel that serves raw text.
 
 (`python -m experiments.export_saved_model ...` works the same from a checkout.)
 --model_dir is run_classifier's --model_dir (the model is in MODEL_DIR/final) or that
-`final` directory itself. See `xlnet_tf.serving.export` for the signatures. serving_default
-pads each batch to its bucket (the smallest of 16, 24, 32, 48, ..., max_seq_length holding
-its longest text); --fixed_length pads every text to max_seq_length instead (the same
-predictions at a higher cost; the reference in experiments/benchmark_serving.py). Texts of
-any length are read whole, in segments of max_seq_length through the Transformer-XL
-memory (--mem_len positions: by default the model's own, else max_seq_length);
---truncate exports the released behaviour instead, truncation at max_seq_length. The
-paths are checked before the model is loaded: a bad one ends the run with one line naming
-the flag.
+`final` directory itself. See `xlnet_tf.serving.classifier_export` for the signatures.
+serving_default pads each batch to its bucket (the smallest of 16, 24, 32, 48, ...,
+max_seq_length holding its longest text); --fixed_length pads every text to max_seq_length
+instead (the same predictions at a higher cost; the reference in
+experiments/benchmark_serving.py). Texts of any length are read whole, in segments of
+max_seq_length through the Transformer-XL memory (--mem_len positions: by default the
+model's own, else max_seq_length); --truncate exports the released behaviour instead,
+truncation at max_seq_length. The paths are checked before the model is loaded: a bad one
+ends the run with one line naming the flag.
 """
 
 import os
@@ -28,7 +28,7 @@ from absl import flags  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from xlnet_tf import paths  # noqa: E402
-from xlnet_tf.serving import export  # noqa: E402
+from xlnet_tf.serving import classifier_export  # noqa: E402
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec  # noqa: E402
 
 _MODEL_DIR = flags.DEFINE_string("model_dir", None, "run_classifier's --model_dir (or its "
@@ -59,10 +59,11 @@ def main(argv):
     if not tf.io.gfile.exists(os.path.join(model_dir, ClassifierSpec.FILE)):
       model_dir = os.path.join(model_dir, "final")
     with paths.reporting_disk_full(_EXPORT_DIR.value):
-      export.export_classifier(model_dir, _EXPORT_DIR.value, pair=_PAIR.value,
-                               spiece_model=_SPIECE.value,
-                               bucketed=False if _FIXED.value else None,
-                               whole_text=not _TRUNCATE.value, mem_len=_MEM_LEN.value)
+      classifier_export.export_classifier(model_dir, _EXPORT_DIR.value, pair=_PAIR.value,
+                                          spiece_model=_SPIECE.value,
+                                          bucketed=False if _FIXED.value else None,
+                                          whole_text=not _TRUNCATE.value,
+                                          mem_len=_MEM_LEN.value)
   except (ValueError, OSError) as e:
     raise SystemExit(f"export_saved_model: {e}") from None
   print(f"exported {model_dir} to {_EXPORT_DIR.value}")

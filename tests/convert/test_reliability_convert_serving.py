@@ -265,15 +265,16 @@ def _exports(spiece_model, tmp_path_factory):
   """(classifier export with text_a/text_b, SQuAD export) of tiny random models."""
   from xlnet_tf.models.xlnet_classifier import build_classifier  # pylint: disable=g-import-not-at-top
   from xlnet_tf.models.xlnet_squad import build_squad_model  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.serving import export  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.serving import classifier_export  # pylint: disable=g-import-not-at-top
   from xlnet_tf.serving import squad_export  # pylint: disable=g-import-not-at-top
   work = tmp_path_factory.mktemp("exports")
   spec = ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
                                         max_seq_length=SEQ)
   model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
   model_directory.save(model, os.fspath(work / "classifier"), spec, spiece_model)
-  classifier = export.export_classifier(os.fspath(work / "classifier"),
-                                        os.fspath(work / "classifier_export"), pair=True)
+  classifier = classifier_export.export_classifier(os.fspath(work / "classifier"),
+                                                   os.fspath(work / "classifier_export"),
+                                                   pair=True)
   squad_dir = work / "squad"
   squad_dir.mkdir()
   shutil.copyfile(spiece_model, squad_dir / model_directory.SPIECE_FILE)

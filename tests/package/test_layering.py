@@ -21,11 +21,18 @@ def _loaded_modules(*modules):
   return done.stdout.split()
 
 
+def _serving_modules():
+  """Every module of xlnet_tf/serving (each kind's export among them)."""
+  return ["xlnet_tf.serving." + name[:-len(".py")]
+          for name in sorted(os.listdir(os.path.join(ROOT, "xlnet_tf", "serving")))
+          if name.endswith(".py") and name != "__init__.py"]
+
+
 def test_serving_and_the_model_directory_import_no_training_code():
-  loaded = _loaded_modules("xlnet_tf.serving.export", "xlnet_tf.serving.squad_export",
-                           "xlnet_tf.serving.race_export", "xlnet_tf.serving.tagger_export",
-                           "xlnet_tf.serving.encoder_export", "xlnet_tf.model_directory")
-  assert "xlnet_tf.serving.export" in loaded and "xlnet_tf.model_directory" in loaded
+  modules = _serving_modules()
+  assert "xlnet_tf.serving.classifier_export" in modules and len(modules) > 5, modules
+  loaded = _loaded_modules(*modules, "xlnet_tf.model_directory")
+  assert "xlnet_tf.serving.classifier_export" in loaded and "xlnet_tf.model_directory" in loaded
   above = [m for m in loaded if m.startswith(("xlnet_tf.training", "xlnet_tf.tasks"))]
   assert not above, above
 

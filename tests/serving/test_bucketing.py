@@ -31,14 +31,16 @@ from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.models.xlnet_tagger import build_tagger
 from xlnet_tf.serving import squad_export
 from xlnet_tf.serving import squad_text
-from xlnet_tf.serving.export import ClassifierServing
-from xlnet_tf.serving.export import export_classifier
-from xlnet_tf.serving.export import resolve_bucketed
+from xlnet_tf.serving.classifier_export import ClassifierServing
+from xlnet_tf.serving.classifier_export import export_classifier
+from xlnet_tf.serving.classifier_export import resolve_bucketed
 from xlnet_tf.serving.tagger_export import TaggerServing
 from xlnet_tf.serving.tagger_export import export_tagger
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
-from xlnet_tf.serving.text_encoder import bucket_lengths
-from xlnet_tf.serving.text_encoder import padded_length
+from xlnet_tf.serving.text_layouts import bucket_lengths
+from xlnet_tf.serving.text_layouts import classifier_inputs
+from xlnet_tf.serving.text_layouts import classifier_layout
+from xlnet_tf.serving.text_layouts import padded_length
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
@@ -110,8 +112,8 @@ def test_bucketed_layout_is_the_fixed_layout_without_its_left_padding(spiece_mod
       for start in range(0, 256, max(size, 64)):
         a, b = ids[start:start + size], ids_b[start:start + size]
         for pair in (None, b):
-          fixed = XLNetTextEncoder.layout(a, pair, seq_len)
-          bucketed = XLNetTextEncoder.layout(a, pair, seq_len, bucketed=True)
+          fixed = classifier_layout(a, pair, seq_len)
+          bucketed = classifier_layout(a, pair, seq_len, bucketed=True)
           real = seq_len - fixed["input_mask"].numpy().sum(axis=1)     # tokens per row
           length = bucketed["input_ids"].shape[1]
           assert length == min(b for b in bucket_lengths(seq_len) if b >= real.max())
@@ -124,7 +126,7 @@ def test_bucketed_layout_is_the_fixed_layout_without_its_left_padding(spiece_mod
 
   # In a graph: the length is dynamic, [B, None].
   spec = tf.TensorSpec([None], tf.string)
-  inputs = tf.function(lambda t: encoder.classifier_inputs(t, None, 128, bucketed=True),
+  inputs = tf.function(lambda t: classifier_inputs(encoder, t, None, 128, bucketed=True),
                        input_signature=[spec]).get_concrete_function()
   for value in inputs.structured_outputs.values():
     assert value.shape.as_list() == [None, None]
@@ -174,7 +176,7 @@ def test_bucketed_classifier_export_equals_the_fixed_length_one_on_every_held_ou
     worst = max(worst, float(np.abs(got["probabilities"] - want["probabilities"]).max()))
     np.testing.assert_array_equal(got["label_id"], want["label_id"])
     np.testing.assert_array_equal(got["label"], want["label"])
-    lengths.add(encoder.classifier_inputs(texts, None, SEQ, bucketed=True)["input_ids"]
+    lengths.add(classifier_inputs(encoder, texts, None, SEQ, bucketed=True)["input_ids"]
                 .shape[1])
   print(f"\n{len(reviews)} held-out reviews, padded lengths {sorted(lengths)}: max "
         f"|probability diff| {worst:.1e}")
@@ -256,9 +258,9 @@ def test_summaries_that_read_padding_stay_fixed_length(spiece_model):
     assert not ClassifierServing(model, spec, spiece_model).bucketed
     # Why: the same texts padded less give other probabilities (by far more than the
     # tolerance: the control of the equality tests).
-    short = encoder.classifier_inputs(texts, None, SEQ, bucketed=True)
+    short = classifier_inputs(encoder, texts, None, SEQ, bucketed=True)
     assert short["input_ids"].shape[1] == 48
-    fixed = tf.nn.softmax(model(encoder.classifier_inputs(texts, None, SEQ))["logits"])
+    fixed = tf.nn.softmax(model(classifier_inputs(encoder, texts, None, SEQ))["logits"])
     assert np.abs(fixed - tf.nn.softmax(model(short)["logits"])).max() > 0.01
   last = ClassifierSpec(task_name="t", labels=("a", "b"))
   assert resolve_bucketed(last, None) is True and resolve_bucketed(last, False) is False

@@ -3,8 +3,9 @@ export: each case as a careless user meets it.
 
 5   load_pretrained (and so xlnet-generate) refuses NaN weights, naming the directory and
     the weight, as convert and the exports do.
-12  xlnet-classify names the kind of export it got (tagger, SQuAD) and what serves it,
-    takes --text_b for pair classifiers, and names a sentence that is not UTF-8;
+12  xlnet-classify names the kind of export it got (tagger, SQuAD, ranker: as the
+    export's export.json says) and what serves it, takes --text_b for pair classifiers,
+    and names a sentence that is not UTF-8;
     xlnet-generate names a prompt that is not UTF-8; a NaN in a HuggingFace safetensors
     file is named by the file and the tensor.
 13  a finished run_squad --do_export rerun is refused before any work, naming the path and
@@ -16,6 +17,7 @@ export: each case as a careless user meets it.
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -38,10 +40,12 @@ from xlnet_tf.models.xlnet_squad import SquadSpec
 from xlnet_tf import save_pretrained
 from xlnet_tf.convert.importer import convert
 from xlnet_tf.models.xlnet_classifier import build_classifier
+from xlnet_tf.models.xlnet_ranker import RankerSpec
 from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.models.xlnet_tagger import build_tagger
+from xlnet_tf.serving import classifier_export
 from xlnet_tf.serving import encoder_export
-from xlnet_tf.serving import export as classifier_export
+from xlnet_tf.serving import ranker_export
 from xlnet_tf.serving import squad_export
 from xlnet_tf.serving import tagger_export
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
@@ -181,11 +185,11 @@ def _squad_model_dir(directory, spiece_model):
 @pytest.fixture(scope="module", name="exports")
 def _exports(spiece_model, tmp_path_factory):
   """{kind: export directory} of a sentence-pair classifier, a pair regression model
-  (STS-B-like), a tagger and a SQuAD model
-  (about a minute and a half on two busy cores: the tests using it are marked slow)."""
+  (STS-B-like), a tagger, a SQuAD model and a ranker
+  (about two minutes on two busy cores: the tests using it are marked slow)."""
   root = tmp_path_factory.mktemp("exports")
   pair_dir, tagger_dir, squad_dir = root / "pair_model", root / "tagger_model", root / "squad"
-  regression_dir = root / "regression_model"
+  regression_dir, ranker_dir = root / "regression_model", root / "ranker_model"
   model_directory.save(build_classifier(_tiny(), 1), os.fspath(regression_dir),
                        ClassifierSpec("sts-b", None, max_seq_length=16,
                                                       is_regression=True), spiece_model)
@@ -196,6 +200,9 @@ def _exports(spiece_model, tmp_path_factory):
                        TaggerSpec("tags", ("a", "b"), max_seq_length=16),
                        spiece_model)
   squad_model = _squad_model_dir(squad_dir, spiece_model)
+  ranker_spec = RankerSpec(max_seq_length=16, mem_len=16)
+  model_directory.save(ranker_spec.build_model(_tiny()), os.fspath(ranker_dir), ranker_spec,
+                       spiece_model)
   return {
       "pair": classifier_export.export_classifier(os.fspath(pair_dir),
                                                  os.fspath(root / "pair"), pair=True,
@@ -205,7 +212,8 @@ def _exports(spiece_model, tmp_path_factory):
       "regression": classifier_export.export_classifier(
           os.fspath(regression_dir), os.fspath(root / "regression"), pair=True, bucketed=False),
       "squad": squad_export.export_squad(squad_model, os.fspath(squad_dir),
-                                         os.fspath(root / "squad_export"), bucketed=False)}
+                                         os.fspath(root / "squad_export"), bucketed=False),
+      "ranker": ranker_export.export_ranker(os.fspath(ranker_dir), os.fspath(root / "ranker"))}
 
 
 def _classify_error(argv, capsys):
@@ -221,7 +229,9 @@ def _classify_error(argv, capsys):
                "words) and returns tags; call it from Python (docs/serving.md, Token "
                "classification)"),
     ("squad", "is a question-answering (SQuAD) export: its serving_default takes question "
-              "and context; call it from Python (docs/serving.md, Question answering)")])
+              "and context; call it from Python (docs/serving.md, Question answering)"),
+    ("ranker", "is a ranker export: its serving_default takes one query and its documents "
+               "and returns their scores; call it from Python (docs/ranking.md, Serving)")])
 def test_classify_names_the_kind_of_export_it_got(exports, kind, says, capsys):
   # Before: TypeError: signature_wrapper(*, text) missing required argument 'text' (and
   # (*, context, question) for SQuAD), a traceback.
@@ -229,6 +239,20 @@ def test_classify_names_the_kind_of_export_it_got(exports, kind, says, capsys):
   assert line.endswith(f": error: {exports[kind]} {says}. xlnet-classify serves classifier "
                        f"exports (serving_default takes text_a, and text_b for pairs; written "
                        f"by xlnet-export)"), line
+
+
+@pytest.mark.slow
+def test_classify_names_the_inputs_of_an_export_without_export_json(exports, tmp_path,
+                                                                    capsys):
+  # An export written before exports had an export.json: named by its inputs.
+  older = tmp_path / "squad_export"
+  shutil.copytree(exports["squad"], older)
+  os.remove(older / "export.json")
+  line = _classify_error(["--saved_model", os.fspath(older), "the whale"], capsys)
+  assert line.endswith(f": error: {older} is an export whose serving_default takes "
+                       f"['context', 'question']. xlnet-classify serves classifier exports "
+                       f"(serving_default takes text_a, and text_b for pairs; written by "
+                       f"xlnet-export)"), line
 
 
 @pytest.mark.slow
@@ -324,17 +348,22 @@ def test_an_export_removes_the_partial_directory_of_a_killed_export(pretrained_d
   assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
   left = [name for name in os.listdir(tmp_path) if ".partial-" in name]
   assert len(left) == 1 and os.path.exists(tmp_path / left[0] / "saved_model.pb"), left
-  # A live process's partial directory, and another host's, are never touched.
+  # <export>.partial-<pid>-<n>@<host>: the killed process's pid.
+  pid = left[0].split(".partial-")[1].split("@")[0].split("-")[0]
+  # The older name of a dead process's partial directory, <export>.partial-<pid>@<host>,
+  # is removed too; a live process's partial directory, and another host's, are never
+  # touched.
+  older = tmp_path / f"encoder.partial-{pid}@{socket.gethostname()}"
   live = tmp_path / f"encoder.partial-{os.getppid()}@{socket.gethostname()}"
   other_host = tmp_path / "encoder.partial-999999999@another-host"
-  for keep in (live, other_host):
-    keep.mkdir()
-    (keep / "theirs.txt").write_text("in use")
+  for partial in (older, live, other_host):
+    partial.mkdir()
+    (partial / "theirs.txt").write_text("in use")
   with caplog.at_level(logging.WARNING):
     encoder_export.export_encoder(pretrained_dir, export_dir, max_seq_length=8)
   assert sorted(name for name in os.listdir(tmp_path) if ".partial-" in name) == sorted(
       [live.name, other_host.name])
   assert os.path.exists(os.path.join(export_dir, "saved_model.pb"))
-  pid = left[0].split(".partial-")[1].split("@")[0]
-  assert (f"removed {tmp_path / left[0]}: the unfinished output of pid {pid} on "
-          f"{socket.gethostname()}, which is no longer running" in caplog.text), caplog.text
+  for removed in (tmp_path / left[0], older):
+    assert (f"removed {removed}: the unfinished output of pid {pid} on "
+            f"{socket.gethostname()}, which is no longer running" in caplog.text), caplog.text

@@ -29,11 +29,13 @@ from xlnet_tf.models.xlnet_classifier import build_classifier
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.networks.document_reader import read_document
 from xlnet_tf.serving import encoder_export
-from xlnet_tf.serving import export_card
-from xlnet_tf.serving.export import ClassifierServing
-from xlnet_tf.serving.export import export_classifier
+from xlnet_tf.serving.classifier_export import ClassifierServing
+from xlnet_tf.serving.classifier_export import export_classifier
+from xlnet_tf.serving.classifier_export import reading_detail
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
-from xlnet_tf.serving.text_encoder import bucket_lengths
+from xlnet_tf.serving.text_layouts import bucket_lengths
+from xlnet_tf.serving.text_layouts import classifier_inputs
+from xlnet_tf.serving.text_layouts import document_inputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPEECH = os.path.join(ROOT, "data_prep", "sample_data", "sotu", "2021_joseph_r_biden_d.txt")
@@ -123,9 +125,10 @@ def test_document_inputs_follow_the_layout_on_real_text(text_encoder, sp):
     ids_a = _python_ids(sp, texts_a)
     ids_b = None if texts_b is None else _python_ids(sp, texts_b)
     for bucketed in (False, True):
-      got = text_encoder.document_inputs(
-          tf.constant(texts_a, tf.string), None if texts_b is None else tf.constant(texts_b),
-          SEQ, bucketed=bucketed, text_span=True)
+      got = document_inputs(
+          text_encoder, tf.constant(texts_a, tf.string),
+          None if texts_b is None else tf.constant(texts_b), SEQ, bucketed=bucketed,
+          text_span=True)
       want = expected_document(ids_a, ids_b, SEQ, bucketed)
       for key in ("input_ids", "segment_ids", "input_mask"):
         np.testing.assert_array_equal(got[key].numpy(), want[key], err_msg=key)
@@ -138,12 +141,12 @@ def test_document_inputs_follow_the_layout_on_real_text(text_encoder, sp):
   assert max(seen_k) > 4 and 1 in seen_k
   # A text that fits one segment: today's classification layout, fixed and bucketed.
   for bucketed in (False, True):
-    document = text_encoder.document_inputs(tf.constant(short), None, SEQ, bucketed=bucketed)
-    today = text_encoder.classifier_inputs(tf.constant(short), None, SEQ, bucketed=bucketed)
+    document = document_inputs(text_encoder, tf.constant(short), None, SEQ, bucketed=bucketed)
+    today = classifier_inputs(text_encoder, tf.constant(short), None, SEQ, bucketed=bucketed)
     for key, value in today.items():
       np.testing.assert_array_equal(document[key].numpy()[:, 0], value.numpy())
   # In a graph, K and (bucketed) S are dynamic.
-  fn = tf.function(lambda t: text_encoder.document_inputs(t, None, SEQ, bucketed=True),
+  fn = tf.function(lambda t: document_inputs(text_encoder, t, None, SEQ, bucketed=True),
                    input_signature=[tf.TensorSpec([None], tf.string)])
   assert fn(tf.constant([speech]))["input_ids"].shape[1:] == (
       expected_document(_python_ids(sp, [speech]), None, SEQ)["input_ids"].shape[1], SEQ)
@@ -158,8 +161,9 @@ def test_served_documents_are_the_documents_training_reads(text_encoder, sp):
   for texts_a, texts_b in (([speech, reviews[0], speech[:900]], None),
                            ([speech[:1500], reviews[1], reviews[2]],
                             [reviews[0], "", speech[:300]])):
-    served = text_encoder.document_inputs(
-        tf.constant(texts_a), None if texts_b is None else tf.constant(texts_b), SEQ)
+    served = document_inputs(
+        text_encoder, tf.constant(texts_a), None if texts_b is None else tf.constant(texts_b),
+        SEQ)
     for row, text_a in enumerate(texts_a):
       ids_b = None if texts_b is None else _python_ids(sp, [texts_b[row]])[0]
       trained = document_features.document_layout(_python_ids(sp, [text_a])[0], ids_b, SEQ)
@@ -277,7 +281,7 @@ def test_texts_that_fit_one_segment_are_served_as_before(classifier_dir, spiece_
           f"pieces read in order through a memory of {SEQ} positions (fine-tuned on texts "
           f"truncated at max_seq_length); a batch that fits one segment is read as one "
           f"segment") in card
-  assert export_card.reading_detail(SEQ, 0, 0) == (
+  assert reading_detail(SEQ, 0, 0) == (
       f"texts truncated at max_seq_length {SEQ} pieces, as released")
 
 

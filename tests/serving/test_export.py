@@ -16,7 +16,7 @@ from xlnet_tf.data import classifier_features
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.classifier_tasks import InputExample
 from xlnet_tf.models.xlnet_classifier import build_classifier
-from xlnet_tf.serving.export import export_classifier
+from xlnet_tf.serving.classifier_export import export_classifier
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -1,4 +1,5 @@
-"""Tests of xlnet_tf.serving.text_encoder: the text side of a raw-string SavedModel.
+"""Tests of xlnet_tf.serving.text_encoder (and text_layouts' classification layout): the
+text side of a raw-string SavedModel.
 
 The graph (`normalize_text_tf`, `XLNetTextEncoder`) is compared with the Python path of
 `xlnet_tf.data.tokenization` on every line of the bundled corpora, on synthetic lines built
@@ -25,8 +26,9 @@ import tensorflow as tf
 from helpers import CORPUS_GLOB
 from helpers import with_extra_pieces
 from xlnet_tf.data import tokenization
-from xlnet_tf.serving import text_encoder
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder, normalize_text_tf
+from xlnet_tf.serving.text_layouts import classifier_inputs
+from xlnet_tf.serving.text_layouts import classifier_layout
 
 U = "\u2581"  # SentencePiece's word-start marker
 SENTIMENT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -290,8 +292,8 @@ def test_resplit_of_an_unknown_piece(letters_model):
 
 def check_layout(encoder, sp, texts_a, texts_b, seq_len, lower=False):
   """classifier_inputs vs the literal reference (and classifier_layout when present)."""
-  out = encoder.classifier_inputs(tf.constant(texts_a),
-                                  None if texts_b is None else tf.constant(texts_b), seq_len)
+  out = classifier_inputs(encoder, tf.constant(texts_a),
+                          None if texts_b is None else tf.constant(texts_b), seq_len)
   assert set(out) == {"input_ids", "segment_ids", "input_mask"}
   assert out["input_ids"].dtype == tf.int32 and out["segment_ids"].dtype == tf.int32
   assert out["input_mask"].dtype == tf.float32
@@ -335,7 +337,7 @@ def test_classifier_inputs_on_real_pairs(spiece_model):
   twin = other_layout()
   for seq_len in (3, 9, 64, 300):
     for a, b in (("s", "p"), ("p", "s"), ("p", "p"), ("s", None)):
-      out = XLNetTextEncoder.layout(ids[a], None if b is None else ids[b], seq_len)
+      out = classifier_layout(ids[a], None if b is None else ids[b], seq_len)
       arrays = [out[key].numpy().tolist() for key in ("input_ids", "segment_ids", "input_mask")]
       for k in range(200):
         want = reference_layout(py[a][k], None if b is None else py[b][k], seq_len)
@@ -376,7 +378,7 @@ def test_classifier_inputs_edge_cases(spiece_model):
   check_layout(encoder, sp, [a], [b], n_a + n_b + 2)  # one too short: B loses a token
   for seq_len, text_b in ((2, ["x"]), (1, None)):
     with pytest.raises(ValueError, match="max_seq_length must be at least"):
-      encoder.classifier_inputs(tf.constant(["x"]), text_b, seq_len)
+      classifier_inputs(encoder, tf.constant(["x"]), text_b, seq_len)
 
 
 def test_graph_and_python_layouts_take_their_constants_from_layouts(monkeypatch):
@@ -388,7 +390,7 @@ def test_graph_and_python_layouts_take_their_constants_from_layouts(monkeypatch)
                       ("SEGMENT_A", 5), ("SEGMENT_B", 6), ("SEGMENT_CLS", 9)):
     monkeypatch.setattr(layouts, name, value)
   ids_a, ids_b = [[20, 21, 22], [23]], [[30], [31, 32]]
-  out = XLNetTextEncoder.layout(tf.ragged.constant(ids_a), tf.ragged.constant(ids_b), 8)
+  out = classifier_layout(tf.ragged.constant(ids_a), tf.ragged.constant(ids_b), 8)
   for k in range(2):
     want = classifier_features.classifier_layout(ids_a[k], ids_b[k], 8)
     for key, value in zip(("input_ids", "segment_ids", "input_mask"), want):
@@ -404,7 +406,7 @@ def test_classifier_inputs_in_tf_function_with_unknown_batch(spiece_model):
 
   @tf.function(input_signature=[spec, spec])
   def features(a, b):
-    return encoder.classifier_inputs(a, b, 24)
+    return classifier_inputs(encoder, a, b, 24)
 
   concrete = features.get_concrete_function()
   for value in concrete.structured_outputs.values():
@@ -412,7 +414,7 @@ def test_classifier_inputs_in_tf_function_with_unknown_batch(spiece_model):
   texts_a = ["Call me Ishmael.", "", "\u00e9t\u00e9 2000, 40,000"]
   texts_b = ["Some years ago.", "x", ""]
   out = features(tf.constant(texts_a), tf.constant(texts_b))
-  eager = encoder.classifier_inputs(tf.constant(texts_a), tf.constant(texts_b), 24)
+  eager = classifier_inputs(encoder, tf.constant(texts_a), tf.constant(texts_b), 24)
   for key in out:
     np.testing.assert_array_equal(out[key].numpy(), eager[key].numpy())
   ids_a, ids_b = python_ids(sp, texts_a), python_ids(sp, texts_b)
@@ -437,7 +439,7 @@ class _Serving(tf.Module):
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)] * 2)
   def classify(self, text_a, text_b):
-    return self.encoder.classifier_inputs(text_a, text_b, 64)
+    return classifier_inputs(self.encoder, text_a, text_b, 64)
 
 
 _FRESH_PROCESS = textwrap.dedent("""
@@ -474,7 +476,7 @@ def test_saved_model_serves_raw_strings_without_this_package(spiece_model, comma
       "", "In 2000, (1851, 7, 40,000", "\u4e2d\u6587 \U0001F600 Caf\u00e9", "x" * 100_000]
   text_a, text_b = sentiment_sentences()[:30:2], sentiment_sentences()[1:30:2]
   want_tok = encoder.tokenize(texts)
-  want_cls = encoder.classifier_inputs(tf.constant(text_a), tf.constant(text_b), 64)
+  want_cls = classifier_inputs(encoder, tf.constant(text_a), tf.constant(text_b), 64)
   serving = _Serving(encoder)
   export_dir = str(tmp_path / "export")
   tf.saved_model.save(serving, export_dir,

@@ -30,7 +30,7 @@ from xlnet_tf.data import sample_data
 from xlnet_tf.data import tokenization
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf.models.xlnet_classifier import build_classifier
-from xlnet_tf.serving.export import export_classifier
+from xlnet_tf.serving.classifier_export import export_classifier
 
 SPEECHES_GLOB = sample_data.path("sotu", "*.txt")
 

@@ -28,8 +28,9 @@ from xlnet_tf.data import sample_data
 from xlnet_tf.data import tokenization
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf.models.xlnet_classifier import build_classifier
-from xlnet_tf.serving.export import export_classifier
+from xlnet_tf.serving.classifier_export import export_classifier
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
+from xlnet_tf.serving.text_layouts import classifier_inputs
 
 # The checkout (tests/data holds the released SentencePiece model).
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -201,8 +202,8 @@ def run(work: str, n_layer: int, d_model: int, max_seq_lengths: Sequence[str],
       for batch_size in (int(b) for b in batch_sizes):
         batches = requests(texts, batch_size, calls)
         lengths = {"fixed": [seq_len] * len(batches), "bucketed": [
-            int(encoder.classifier_inputs(tf.constant(b), None, seq_len,
-                                          bucketed=True)["input_ids"].shape[1])
+            int(classifier_inputs(encoder, tf.constant(b), None, seq_len,
+                                  bucketed=True)["input_ids"].shape[1])
             for b in batches]}
         # One system after the other (two runtimes' thread pools interleaved on few cores
         # slow each other down), each warmed up first: the fixed export with one call, the

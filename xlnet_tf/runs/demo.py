@@ -60,7 +60,7 @@ from xlnet_tf.data import classifier_tasks
 from xlnet_tf.data import pretrain_reader
 from xlnet_tf.data import pretrain_records
 from xlnet_tf.data import sample_data
-from xlnet_tf.serving import export
+from xlnet_tf.serving import classifier_export
 from xlnet_tf.tasks import classification
 from xlnet_tf.tasks import pretraining
 from xlnet_tf.tasks import train_lib
@@ -456,7 +456,7 @@ def export_model(work_dir: str, settings: DemoSettings) -> Dict[str, Any]:
   out = os.path.join(stage_dir(work_dir, "export"), "saved_model")
   if os.path.exists(out):
     shutil.rmtree(out)
-  export.export_classifier(os.path.join(stage_dir(work_dir, "finetune"), "final"), out)
+  classifier_export.export_classifier(os.path.join(stage_dir(work_dir, "finetune"), "final"), out)
   return {"saved_model": out}
 
 

@@ -16,8 +16,8 @@ Signatures (any batch size):
                     `token_mask` float32 [B, L], 1.0 at a piece of the text, 0.0 at
                     padding (the opposite convention of `input_mask`); `token_ids` int32
                     [B, L], the pieces' SentencePiece ids (0 at padding).
-The document is `text <sep> <cls>` in segments of T pieces (`XLNetTextEncoder.
-document_inputs`: left-padded to K segments; a batch that fits one segment is padded to
+The document is `text <sep> <cls>` in segments of T pieces (`text_layouts.
+document_layout`: left-padded to K segments; a batch that fits one segment is padded to
 its bucket) read in order through a memory of `document_mem_len` positions
 (`networks.document_reader`; a batch of one segment is read without memory). What the
 last segment reads reaches back about n_layer x document_mem_len positions (each layer's
@@ -43,6 +43,10 @@ from xlnet_tf import pretrained
 from xlnet_tf.networks.document_reader import read_document
 from xlnet_tf.networks.xlnet_encoder import is_word_embedding_state
 from xlnet_tf.serving import export_card
+from xlnet_tf.serving import text_layouts
+from xlnet_tf.serving.export_card import PROBE_TEXTS
+from xlnet_tf.serving.model_dir_export import check_export_dir
+from xlnet_tf.serving.model_dir_export import save
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
@@ -76,8 +80,8 @@ class EncoderServing(tf.Module):
 
   def serve_text(self, text):
     checked = check_shapes("serving_default", {"text": (text, [None], TEXTS)})
-    features = self.text_encoder.classifier_inputs(checked["text"], None,
-                                                   self.max_seq_length)
+    features = text_layouts.classifier_inputs(self.text_encoder, checked["text"], None,
+                                              self.max_seq_length)
     outputs = self.encoder(features, training=False)
     hidden = tf.cast(outputs["content"], tf.float32)                        # [B, T, D]
     return {"hidden_states": hidden, "input_mask": features["input_mask"],
@@ -119,8 +123,8 @@ class EncoderServing(tf.Module):
 
   def text_embeddings(self, ids: tf.RaggedTensor) -> Dict[str, tf.Tensor]:
     """`document`'s outputs for texts already in pieces, ids RaggedTensor [B, (n)]."""
-    features = self.text_encoder.document_layout(ids, None, self.max_seq_length,
-                                                 bucketed=True, text_span=True)
+    features = text_layouts.document_layout(ids, None, self.max_seq_length,
+                                            bucketed=True, text_span=True)
     content = self.read(features)                                           # [B, K, S, D]
     shape = tf.shape(content)
     flat = tf.reshape(content, [shape[0], shape[1] * shape[2], shape[3]])   # [B, K*S, D]
@@ -177,8 +181,29 @@ def export_encoder(model_dir: str, export_dir: str, max_seq_length: int = 128,
   """Exports the encoder of the pretrained model directory `model_dir` (with its
   spiece.model): `load_encoder_serving`'s module with both signatures and its card.
   Returns export_dir."""
-  export_card.check_export_dir(export_dir)
+  check_export_dir(export_dir)
   module = load_encoder_serving(model_dir, max_seq_length, lower, keep_accents,
                                 document_mem_len)
-  return export_card.save(module, export_dir, model_dir, module.encoder,
-                          export_card.encoder_card(module))
+  return save(module, export_dir, model_dir, module.encoder, encoder_card(module))
+
+
+# ---- the card -------------------------------------------------------------------------------
+
+def encoder_card(module: EncoderServing) -> export_card.ExportCard:
+  """`EncoderServing`: hidden states and the <cls> summary (the parity of
+  serving_default; serving_document is described)."""
+  return export_card.ExportCard(
+      task="pretrained", title="XLNet encoder (feature extraction), SavedModel",
+      about=("an encoder export: its serving_default takes text and returns hidden states; "
+             "call it from Python (docs/serving.md)"),
+      python_fn=module.serve_text, inputs={"text": list(PROBE_TEXTS)},
+      keys=("hidden_states", "summary"),
+      details={"max_seq_length": module.max_seq_length,
+               "uncased": module.text_encoder.lower,
+               "keep_accents": module.text_encoder.keep_accents,
+               "serving_default": f"one segment: the text truncated to max_seq_length "
+                                  f"{module.max_seq_length} - 2 pieces",
+               "serving_document": f"whole texts of any length -> embedding (at the final "
+                                   f"<cls>), token_embeddings, token_mask, token_ids; read "
+                                   f"in segments of {module.max_seq_length} pieces through "
+                                   f"a memory of {module.document_mem_len} positions"})

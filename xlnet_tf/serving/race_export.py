@@ -19,7 +19,7 @@ encoded (`XLNetTextEncoder.tokenize`: the released normalisation, SentencePiece,
 digit-comma re-split; the model inside the SavedModel); the question+option part keeps its
 LAST max_qa_length pieces, the article its first max_seq_length - 3 - len(qa) pieces; then
 the classification layout `article <sep> qa <sep> <cls>`, padded on the LEFT
-(`XLNetTextEncoder.layout`). Serving needs only TensorFlow and tensorflow-text:
+(`text_layouts.classifier_layout`). Serving needs only TensorFlow and tensorflow-text:
 
   import tensorflow as tf, tensorflow_text  # registers the SentencePiece ops
   serve = tf.saved_model.load(EXPORT_DIR).signatures["serving_default"]
@@ -31,19 +31,19 @@ the classification layout `article <sep> qa <sep> <cls>`, padded on the LEFT
 This module imports no training code.
 """
 
-import os
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Dict, Optional
 
 import tensorflow as tf
 
-from xlnet_tf import model_directory
-from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
 from xlnet_tf.data.race import ANSWERS
 from xlnet_tf.data.race import NUM_OPTIONS
+from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
 from xlnet_tf.serving import export_card
+from xlnet_tf.serving.model_dir_export import export_model_dir
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
+from xlnet_tf.serving.text_layouts import classifier_layout
 
 OPTIONS = (f"a 2-D string Tensor, the {NUM_OPTIONS} answer options of each question "
            f"(options[b, k] is option {', '.join(ANSWERS)}[k] of question b)")
@@ -104,15 +104,8 @@ def race_inputs(encoder: XLNetTextEncoder, article: tf.Tensor, question: tf.Tens
   keep_article = tf.minimum(tf.gather(article_ids.row_lengths(), rows),
                             tf.maximum(tf.constant(0, tf.int64), seq_len - 3 - keep_qa))
   context = _take(article_ids, starts, keep_article)                      # the FIRST ones
-  flat = XLNetTextEncoder.layout(context, qa, seq_len)                     # [B*C, T]
+  flat = classifier_layout(context, qa, seq_len)                          # [B*C, T]
   return {key: tf.reshape(value, [-1, num_options, seq_len]) for key, value in flat.items()}
-
-
-def _setting(spec: Any, name: str, default=None):
-  """A value of the model directory's spec: a mapping (race.json's values) or an object."""
-  if isinstance(spec, dict):
-    return spec.get(name, default)
-  return getattr(spec, name, default)
 
 
 class RaceServing(tf.Module):
@@ -175,32 +168,38 @@ class RaceServing(tf.Module):
     return {"serving_default": text, "serving_ids": ids}
 
 
-def _load_race(model_dir: str):
-  return model_directory.load(model_dir, RaceSpec)
-
-
-def export_race(model_dir: str, export_dir: str,
-                load: Optional[Callable[[str], Tuple[Any, Any]]] = None,
-                spiece_model: Optional[str] = None) -> str:
-  """Exports the fine-tuned RACE model directory `model_dir` as a SavedModel; returns
-  export_dir.
-
-  `export_dir` is checked first (`export_card.check_export_dir`: a file, under a file,
-  not writable, not empty), then `load(model_dir)` (default: `model_directory.load` with
-  `RaceSpec`) gives (model, spec): the
-  `XLNetMultipleChoice` and the directory's settings (race.json's values, a mapping or an object with
-  max_seq_length, max_qa_length, uncased, keep_accents). `spiece_model` defaults to
+def export_race(model_dir: str, export_dir: str, spiece_model: Optional[str] = None) -> str:
+  """Exports the fine-tuned RACE model directory `model_dir` as a SavedModel
+  (`model_dir_export.export_model_dir` with `RaceSpec`: race.json's max_seq_length,
+  max_qa_length, uncased and keep_accents); returns export_dir. `spiece_model` defaults to
   `model_dir/spiece.model`; a missing one raises FileNotFoundError.
   """
-  export_card.check_export_dir(export_dir)
-  model, spec = (load or _load_race)(model_dir)
-  spiece_model = spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
-  if not tf.io.gfile.exists(spiece_model):
-    raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "
-                            f"SavedModel is missing")
-  module = RaceServing(model, spiece_model, _setting(spec, "max_seq_length"),
-                       _setting(spec, "max_qa_length"),
-                       uncased=bool(_setting(spec, "uncased", False)),
-                       keep_accents=bool(_setting(spec, "keep_accents", False)))
-  return export_card.save(module, export_dir, model_dir, model,
-                          export_card.race_card(module))
+  def serving(model, spec: RaceSpec, spiece: str) -> RaceServing:
+    return RaceServing(model, spiece, spec.max_seq_length, spec.max_qa_length,
+                       uncased=bool(spec.uncased), keep_accents=bool(spec.keep_accents))
+  return export_model_dir(model_dir, export_dir, RaceSpec, serving, spiece_model,
+                          card=race_card)
+
+
+# ---- the card -------------------------------------------------------------------------------
+
+# Probe questions (`race_card`): an article, a question and four options each.
+PROBE_ARTICLES = ("Call me Ishmael. Some years ago I went to sea to see the watery part "
+                  "of the world.", "")
+PROBE_RACE_QUESTIONS = ("What did the narrator do?", "The answer is _ .")
+PROBE_OPTIONS = (("He went to sea.", "He stayed home.", "He sold a ship.", "He slept."),
+                 ("yes", "no", "maybe", ""))
+
+
+def race_card(module: RaceServing) -> export_card.ExportCard:
+  """`RaceServing`: the options' logits and probabilities."""
+  return export_card.ExportCard(
+      task="multiple_choice", title="XLNet multiple choice (RACE), SavedModel",
+      about=("a RACE (multiple choice) export: its serving_default takes article, question "
+             "and options; call it from Python (docs/serving.md)"),
+      python_fn=module.serve_text,
+      inputs={"article": list(PROBE_ARTICLES), "question": list(PROBE_RACE_QUESTIONS),
+              "options": [list(options) for options in PROBE_OPTIONS]},
+      keys=("logits", "probabilities"), labels=list(ANSWERS),
+      details={"max_seq_length": module.max_seq_length,
+               "max_qa_length": module.max_qa_length})

@@ -28,7 +28,10 @@ from xlnet_tf.models.xlnet_ranker import RankerSpec
 from xlnet_tf.models.xlnet_ranker import XLNetRanker
 from xlnet_tf.serving import export_card
 from xlnet_tf.serving.encoder_export import EncoderServing
-from xlnet_tf.serving.export import export_model_dir
+from xlnet_tf.serving.export_card import PROBE_CONTEXTS
+from xlnet_tf.serving.export_card import PROBE_LONG_TEXT
+from xlnet_tf.serving.export_card import PROBE_QUESTIONS
+from xlnet_tf.serving.model_dir_export import export_model_dir
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import check_shapes
 
@@ -89,4 +92,30 @@ def export_ranker(model_dir: str, export_dir: str,
   def serving(model, spec: RankerSpec, spiece: str) -> RankerServing:
     return RankerServing(model, spec, spiece)
   return export_model_dir(model_dir, export_dir, RankerSpec, serving, spiece_model,
-                          spiece_hint="spiece_model", card=export_card.ranker_card)
+                          spiece_hint="spiece_model", card=ranker_card)
+
+
+# ---- the card -------------------------------------------------------------------------------
+
+def ranker_card(module: RankerServing) -> export_card.ExportCard:
+  """`RankerServing`: the scores and kernel features of probe documents (the long probe
+  text among them, read through the memory) for one query."""
+  spec = module.spec
+  layer = ("the word-embedding table (context-free)" if module.model.static_embeddings
+           else f"hidden state {spec.embedding_layer} of the frozen encoder")
+  return export_card.ExportCard(
+      task="ranking", title="XLNet K-NRM ranker, SavedModel",
+      about=("a ranker export: its serving_default takes one query and its documents and "
+             "returns their scores; call it from Python (docs/ranking.md, Serving)"),
+      python_fn=module.rank,
+      inputs={"documents": list(PROBE_CONTEXTS) + [PROBE_LONG_TEXT],
+              "query": PROBE_QUESTIONS[0]},
+      keys=("scores", "features"),
+      details={"Token embeddings": layer,
+               "Reading": f"segments of {spec.max_seq_length} pieces through a memory of "
+                          f"{spec.mem_len} positions; documents cut to "
+                          + (f"{spec.max_document_pieces} pieces" if spec.max_document_pieces
+                             else "nothing (read whole)"),
+               "Kernels": f"{spec.n_kernels} (sigma {spec.sigma}, exact-match sigma "
+                          f"{spec.exact_sigma})",
+               "uncased": spec.uncased, "keep_accents": spec.keep_accents})

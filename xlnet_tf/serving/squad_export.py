@@ -21,7 +21,7 @@ serving needs only TensorFlow and tensorflow-text:
 Padding: the window is laid out as released, `P <sep> Q <sep> <cls>` from position 0 and
 padded on the RIGHT (<cls> is the last real token, cls_index = length - 1, not position
 T - 1), and each batch is padded only to the window it needs: the smallest of 16, 24, 32,
-48, 64, 96, ..., max_seq_length that holds its longest window (`text_encoder.
+48, 64, 96, ..., max_seq_length that holds its longest window (`text_layouts.
 bucket_lengths`; at least the head's top-k). The real tokens keep their positions,
 padding is masked as a key and is no answer boundary (p_mask), so the answers, starts and
 scores equal a fixed-length export's (tests/serving/test_bucketing.py); `SquadServing(...,
@@ -39,18 +39,22 @@ contexts.
 
 import json
 import os
-from typing import Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
 from xlnet_tf import model_directory
-from xlnet_tf.serving import export_card
-from xlnet_tf.serving import squad_text
-from xlnet_tf.serving.text_encoder import XLNetTextEncoder
-from xlnet_tf.serving.text_encoder import check_shapes
 from xlnet_tf.models.xlnet_simple_qa import SimpleQASpec
 from xlnet_tf.models.xlnet_squad import SquadSpec
-
+from xlnet_tf.serving import export_card
+from xlnet_tf.serving import squad_text
+from xlnet_tf.serving.export_card import PROBE_CONTEXTS
+from xlnet_tf.serving.export_card import PROBE_QUESTIONS
+from xlnet_tf.serving.model_dir_export import check_export_dir
+from xlnet_tf.serving.model_dir_export import export_model_dir
+from xlnet_tf.serving.model_dir_export import save
+from xlnet_tf.serving.text_encoder import XLNetTextEncoder
+from xlnet_tf.serving.text_encoder import check_shapes
 
 
 @tf.autograph.experimental.do_not_convert
@@ -145,18 +149,38 @@ class SquadServing(tf.Module):
                                                             context=strings)}
 
 
+def squad_serving(model, settings: Mapping[str, Any], spiece_model: str,
+                  null_score_diff_threshold: Optional[float] = None,
+                  max_answer_length: int = 64, bucketed: bool = True) -> SquadServing:
+  """The serving module of a SQuAD model with its squad.json `settings` (max_seq_length,
+  max_query_length, uncased, keep_accents, v2.0 and its recorded null threshold):
+  `null_score_diff_threshold` overrides the recorded threshold of a v2.0 model (default
+  0.0 when none was recorded); a v1.1 model has none."""
+  threshold = None
+  if settings.get("version_2_with_negative"):
+    threshold = null_score_diff_threshold
+    if threshold is None:
+      threshold = settings.get("null_score_diff_threshold", 0.0)
+  return SquadServing(model, spiece_model, settings["max_seq_length"],
+                      settings["max_query_length"], max_answer_length,
+                      uncased=settings.get("uncased", False),
+                      null_score_diff_threshold=threshold,
+                      keep_accents=settings.get("keep_accents", False), bucketed=bucketed)
+
+
 def export_squad(model, model_dir: str, export_dir: str,
                  null_score_diff_threshold: Optional[float] = None,
                  max_answer_length: int = 64, bucketed: bool = True) -> str:
   """Exports `model`, fine-tuned by run_squad into `model_dir` (spiece.model, squad.json).
 
   The settings (max_seq_length, max_query_length, uncased, v2.0 and its recorded null
-  threshold) come from `model_dir/squad.json`; `null_score_diff_threshold` overrides the
-  recorded threshold of a v2.0 model (default 0.0 when none was recorded). `bucketed`:
-  pad each batch to the window it needs (default) or to max_seq_length. `export_dir` is
-  checked first (a file, under a file, not writable: an error naming --export_dir).
+  threshold) come from `model_dir/squad.json` (`squad_serving`); `null_score_diff_threshold`
+  overrides the recorded threshold of a v2.0 model (default 0.0 when none was recorded).
+  `bucketed`: pad each batch to the window it needs (default) or to max_seq_length.
+  `export_dir` is checked first (a file, under a file, not writable: an error naming
+  --export_dir).
   """
-  export_card.check_export_dir(export_dir)
+  check_export_dir(export_dir)
   settings_path = os.path.join(model_dir, SquadSpec.FILE)
   spiece_model = os.path.join(model_dir, model_directory.SPIECE_FILE)
   for path in (settings_path, spiece_model):
@@ -165,48 +189,57 @@ def export_squad(model, model_dir: str, export_dir: str,
                               f"experiments/run_squad.py --do_train")
   with tf.io.gfile.GFile(settings_path) as f:
     settings = json.load(f)
-  threshold = None
-  if settings.get("version_2_with_negative"):
-    threshold = null_score_diff_threshold
-    if threshold is None:
-      threshold = settings.get("null_score_diff_threshold", 0.0)
-  module = SquadServing(model, spiece_model, settings["max_seq_length"],
-                        settings["max_query_length"], max_answer_length,
-                        uncased=settings.get("uncased", False),
-                        null_score_diff_threshold=threshold,
-                        keep_accents=settings.get("keep_accents", False), bucketed=bucketed)
-  return export_card.save(module, export_dir, model_dir, model,
-                          export_card.squad_card(module))
+  module = squad_serving(model, settings, spiece_model, null_score_diff_threshold,
+                         max_answer_length, bucketed)
+  return save(module, export_dir, model_dir, model, squad_card(module))
 
 
 def export_squad_dir(model_dir: str, export_dir: str,
                      null_score_diff_threshold: Optional[float] = None,
                      max_answer_length: int = 64, start_n_top: Optional[int] = None,
                      end_n_top: Optional[int] = None, bucketed: bool = True) -> str:
-  """`export_squad` of the SQuAD model directory `model_dir` (`model_directory.load` with
-  `SquadSpec`; the head searches `start_n_top` x `end_n_top` candidates, by default
-  squad.json's). Returns export_dir."""
-  export_card.check_export_dir(export_dir)
-  model = model_directory.load(model_dir, SquadSpec, start_n_top=start_n_top,
-                               end_n_top=end_n_top)[0]
-  return export_squad(model, model_dir, export_dir, null_score_diff_threshold,
-                      max_answer_length, bucketed=bucketed)
+  """`export_squad` of the SQuAD model directory `model_dir` (`model_dir_export.
+  export_model_dir` with `SquadSpec`; the head searches `start_n_top` x `end_n_top`
+  candidates, by default squad.json's). Returns export_dir."""
+  def serving(model, spec: SquadSpec, spiece: str) -> SquadServing:
+    return squad_serving(model, spec, spiece, null_score_diff_threshold, max_answer_length,
+                         bucketed)
+  return export_model_dir(model_dir, export_dir, SquadSpec, serving, card=squad_card,
+                          build_options=lambda spec: {"start_n_top": start_n_top,
+                                                      "end_n_top": end_n_top})
 
 
 def export_qa_simple(model_dir: str, export_dir: str, max_answer_length: int = 64,
                      bucketed: bool = True) -> str:
-  """Exports a simple span QA model directory (`model_directory.load` with `SimpleQASpec`, imported
-  from HuggingFace's XLNetForQuestionAnsweringSimple) with the signature above, v1.1 (no
-  answer class, so no is_impossible): the best of its start_n_top x end_n_top spans,
-  padded like `export_squad` (`bucketed`). Returns export_dir."""
-  export_card.check_export_dir(export_dir)
-  model, spec = model_directory.load(model_dir, SimpleQASpec)
-  spiece_model = os.path.join(model_dir, model_directory.SPIECE_FILE)
-  if not tf.io.gfile.exists(spiece_model):
-    raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "
-                            f"SavedModel is missing")
-  module = SquadServing(model, spiece_model, spec.max_seq_length, spec.max_query_length,
+  """Exports a simple span QA model directory (`model_dir_export.export_model_dir` with
+  `SimpleQASpec`, imported from HuggingFace's XLNetForQuestionAnsweringSimple) with the
+  signature above, v1.1 (no answer class, so no is_impossible): the best of its
+  start_n_top x end_n_top spans, padded like `export_squad` (`bucketed`). Returns
+  export_dir."""
+  def serving(model, spec: SimpleQASpec, spiece: str) -> SquadServing:
+    return SquadServing(model, spiece, spec.max_seq_length, spec.max_query_length,
                         max_answer_length, uncased=spec.uncased,
                         keep_accents=spec.keep_accents, bucketed=bucketed)
-  return export_card.save(module, export_dir, model_dir, model,
-                          export_card.squad_card(module))
+  return export_model_dir(model_dir, export_dir, SimpleQASpec, serving, card=squad_card)
+
+
+# ---- the card -------------------------------------------------------------------------------
+
+def squad_card(module: SquadServing) -> export_card.ExportCard:
+  """`SquadServing`: the best span's score (and is_impossible for v2.0, the models with a
+  null threshold)."""
+  version_2 = module.null_threshold is not None
+  return export_card.ExportCard(
+      task="squad", title=f"XLNet SQuAD {'2.0' if version_2 else '1.1'} reader, SavedModel",
+      about=("a question-answering (SQuAD) export: its serving_default takes question and "
+             "context; call it from Python (docs/serving.md, Question answering)"),
+      python_fn=module.answer,
+      inputs={"question": list(PROBE_QUESTIONS), "context": list(PROBE_CONTEXTS)},
+      keys=("score", "is_impossible") if version_2 else ("score",),
+      details={"max_seq_length": module.max_seq_length,
+               "max_query_length": module.max_query_length,
+               "max_answer_length": module.max_answer_length,
+               "null_score_diff_threshold": (module.null_threshold if version_2 else
+                                             "none (v1.1: always answers)"),
+               "Padding": export_card.padding_detail(module.max_seq_length, module.bucketed,
+                                                     "right")})

@@ -16,7 +16,7 @@ window of `squad_features.squad_windows`, for serving:
 Padding (`squad_inputs`): on the RIGHT, as released: `P <sep> Q <sep> <cls>` starts at
 position 0, <cls> is the last real token (cls_index = length - 1), then padding (input_mask
 and p_mask 1). With `bucketed` a batch is padded only to its bucket L
-(`text_encoder.padded_length` of its longest window), not to max_seq_length: the real tokens
+(`text_layouts.padded_length` of its longest window), not to max_seq_length: the real tokens
 keep their positions and distances, padding is masked as a key and can be no answer
 boundary, and <cls> does not move, so the model's outputs at real positions (and the
 answers) do not depend on L.
@@ -48,6 +48,7 @@ import tensorflow as tf
 from xlnet_tf.data import layouts
 from xlnet_tf.data import tokenization
 from xlnet_tf.serving import text_encoder as text_encoder_lib
+from xlnet_tf.serving.text_layouts import padded_length
 
 _SPACE = " "
 
@@ -244,7 +245,7 @@ def squad_inputs(encoder, questions, contexts, max_seq_length: int,
   The graph twin of the first window of `squad_features.squad_windows` (inference): the
   question's pieces are cut to `max_query_length`, the paragraph to what is left of
   `max_seq_length` (`paragraph_truncated` says where that happened). Padded on the right
-  to max_seq_length T or, `bucketed`, to the batch's bucket L (`text_encoder.padded_length`
+  to max_seq_length T or, `bucketed`, to the batch's bucket L (`text_layouts.padded_length`
   of the longest window, at least `min_length`, e.g. a top-k head's k).
 
   Returns: input_ids, segment_ids int32 [B, T]; input_mask, p_mask float32 [B, T];
@@ -281,8 +282,8 @@ def squad_inputs(encoder, questions, contexts, max_seq_length: int,
   begins = tf.concat([raw_begin, none, filler(query), none, none], axis=1)
   ends = tf.concat([raw_end, none, filler(query), none, none], axis=1)
   if bucketed:                                                     # [B, L], L <= T
-    shape = tf.stack([tokens.nrows(), text_encoder_lib.padded_length(
-        tokens.row_lengths(), seq_len, min_length)])
+    shape = tf.stack([tokens.nrows(), padded_length(tokens.row_lengths(), seq_len,
+                                                    min_length)])
   else:                                                            # [B, T]
     shape = [None, seq_len]
   features = {

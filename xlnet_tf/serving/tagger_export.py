@@ -15,9 +15,9 @@ In the graph, as `tagging_features` does in Python: each word is normalised and 
 on its own (`XLNetTextEncoder.tokenize`, the released normalisation and SentencePiece, the
 model inside the SavedModel), a word without pieces becomes one <unk>, and the pieces form
 the classification layout `pieces <sep> <cls>`, padded on the left
-(`XLNetTextEncoder.layout`). Each batch is padded only to its bucket: the smallest of 16,
-24, 32, 48, 64, 96, ..., max_seq_length that holds its longest row
-(`text_encoder.bucket_lengths`; truncation still at max_seq_length). With left padding and
+(`text_layouts.classifier_layout`). Each batch is padded only to its bucket: the smallest
+of 16, 24, 32, 48, 64, 96, ..., max_seq_length that holds its longest row
+(`text_layouts.bucket_lengths`; truncation still at max_seq_length). With left padding and
 relative positions a word's logits do not depend on the amount of padding, so the tags
 and probabilities equal the fixed-length export's (tests/serving/test_bucketing.py: every held-out
 Brown sentence, within 1e-5); `export_tagger(..., bucketed=False)` pads every batch to
@@ -35,12 +35,14 @@ from typing import Dict, Optional
 import tensorflow as tf
 
 from xlnet_tf.data import tokenization
+from xlnet_tf.models.xlnet_tagger import TaggerSpec
 from xlnet_tf.serving import export_card
-from xlnet_tf.serving.export import export_model_dir
+from xlnet_tf.serving.export_card import PROBE_TEXTS
+from xlnet_tf.serving.model_dir_export import export_model_dir
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
-from xlnet_tf.models.xlnet_tagger import TaggerSpec
+from xlnet_tf.serving.text_layouts import classifier_layout
 
 
 @functools.lru_cache(maxsize=None)
@@ -94,8 +96,8 @@ class TaggerServing(tf.Module):
                     tf.where(empty, num + tf.range(num), tf.range(num)))
     pieces = tf.RaggedTensor.from_row_splits(ids, words.row_splits,
                                              validate=False).merge_dims(1, 2)  # [B, (n)]
-    features = self.text_encoder.layout(pieces, None, seq_len,      # [B, L] each, L <= T
-                                        bucketed=self.bucketed)
+    features = classifier_layout(pieces, None, seq_len,              # [B, L] each, L <= T
+                                 bucketed=self.bucketed)
     logits = self.model(features, training=False)["logits"]           # [B, L, C]
     padded = tf.shape(features["input_ids"], out_type=tf.int64)[1]   # L (T if not bucketed)
 
@@ -146,4 +148,21 @@ def export_tagger(model_dir: str, export_dir: str,
   def serving(model, spec: TaggerSpec, spiece: str) -> TaggerServing:
     return TaggerServing(model, spec, spiece, bucketed=bucketed)
   return export_model_dir(model_dir, export_dir, TaggerSpec, serving, spiece_model,
-                          spiece_hint="spiece_model", card=export_card.tagger_card)
+                          spiece_hint="spiece_model", card=tagger_card)
+
+
+# ---- the card -------------------------------------------------------------------------------
+
+def tagger_card(module: TaggerServing) -> export_card.ExportCard:
+  """`TaggerServing`: per-word tag probabilities."""
+  spec = module.spec
+  return export_card.ExportCard(
+      task="token_classification", title=f"XLNet tagger ({spec.task_name}), SavedModel",
+      about=("a tagger export: its serving_default takes text (whitespace-separated words) "
+             "and returns tags; call it from Python (docs/serving.md, Token classification)"),
+      python_fn=module.serve_text, inputs={"text": list(PROBE_TEXTS)},
+      keys=("probabilities",), labels=list(spec.labels),
+      details={"max_seq_length": spec.max_seq_length, "uncased": spec.uncased,
+               "keep_accents": getattr(spec, "keep_accents", False),
+               "Tag scheme": spec.scheme,
+               "Padding": export_card.padding_detail(spec.max_seq_length, module.bucketed)})

@@ -37,7 +37,7 @@ from xlnet_tf.data import classifier_tasks
 from xlnet_tf.data import document_features
 from xlnet_tf.evaluation import classifier_metrics
 from xlnet_tf.models.xlnet_classifier import build_classifier
-from xlnet_tf.serving import export as classifier_export
+from xlnet_tf.serving import classifier_export
 from xlnet_tf.tasks import base
 from xlnet_tf.training import collapse
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec

@@ -65,7 +65,7 @@ from xlnet_tf import paths
 from xlnet_tf import presets
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
-from xlnet_tf.serving import export_card
+from xlnet_tf.serving import model_dir_export
 from xlnet_tf.tasks import base
 from xlnet_tf.training import collapse
 from xlnet_tf.training import loop
@@ -433,15 +433,9 @@ def export(task: base.XLNetTask, model_dir: str, export_dir: Optional[str] = Non
   else:
     raise FileNotFoundError(f"{model_dir}: neither {BEST_DIR}/ nor {FINAL_DIR}/ exists "
                             f"(train first: --mode=train or train_and_eval)")
-  paths.remove_stale_partials(export_dir)           # left by a killed export
-  partial = paths.partial_path(export_dir)
-  task.export(source, partial)                      # whole or not at all (export_card.save)
-  try:
-    export_card.rename_over_empty(partial, export_dir.rstrip("/"))   # never over contents
-  except BaseException:
-    if tf.io.gfile.exists(partial):
-      tf.io.gfile.rmtree(partial)
-    raise
+  with paths.atomic_output(export_dir) as partial:
+    task.export(source, partial)                    # whole or not at all (model_dir_export)
+    model_dir_export.remove_empty_export_dir(export_dir.rstrip("/"))   # never over contents
   print(f"exported {source} to {export_dir}")
   return export_dir
 

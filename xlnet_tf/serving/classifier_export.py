@@ -7,7 +7,7 @@ Signatures (all batch-major, any batch size):
   serving_ids      input_ids int32 [B, T], segment_ids int32 [B, T], input_mask float32
                    [B, T] (1 = padding, the released layout) -> the same outputs
 Whole texts. serving_default reads a text of any length whole (`whole_text=True`, the
-default): in the document layout (`XLNetTextEncoder.document_inputs`: every piece of
+default): in the document layout (`text_layouts.document_inputs`: every piece of
 text_a, then `<sep> <cls>` or `<sep> text_b <sep> <cls>` with text_b cut to
 max_seq_length - 3 pieces; padded on the left to K segments of max_seq_length T) read
 segment by segment through the Transformer-XL memory (`networks.document_reader`); the
@@ -20,7 +20,7 @@ before: the same layout, the same cost and the same outputs as a truncating expo
 behaviour: truncation at T.
 Padding. A batch that fits one segment is padded on the left only to its bucket: the
 smallest of 16, 24, 32, 48, 64, 96, ..., T that holds the batch's longest row
-(`text_encoder.bucket_lengths`), so a batch of short reviews costs what short reviews cost,
+(`text_layouts.bucket_lengths`), so a batch of short reviews costs what short reviews cost,
 not what T does; a longer batch takes segments of T. With left padding and relative
 positions the outputs do not depend on the amount of padding (the "last", "mean" and
 "attn" summaries read real tokens only), so they equal the fixed-length export's
@@ -42,19 +42,25 @@ TensorFlow and tensorflow-text:
   serve(text_a=tf.constant(["a gripping, beautifully acted film"]))["probabilities"]
 """
 
-import os
-from typing import Any, Callable, Dict, Optional
+from typing import Dict, Optional
 
 import tensorflow as tf
 
-from xlnet_tf import model_directory
 from xlnet_tf.data import classifier_tasks
 from xlnet_tf.layers.sequence_summary import PADDING_INVARIANT_TYPES
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf.serving import export_card
+from xlnet_tf.serving import text_layouts
+from xlnet_tf.serving.export_card import PROBE_LONG_TEXT
+from xlnet_tf.serving.export_card import PROBE_TEXTS
+from xlnet_tf.serving.model_dir_export import export_model_dir
 from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
-from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+
+# The second texts of the probe pairs (`classifier_card`).
+PROBE_SECOND_TEXTS = ("The film holds the attention.", "It is short.",
+                      "C'est un film.", "Call me Ishmael.")
 
 
 def serving_mem_len(spec: ClassifierSpec, whole_text: bool = True,
@@ -129,11 +135,13 @@ class ClassifierServing(tf.Module):
 
   def from_text(self, text_a, text_b=None):
     if not self.whole_text:
-      features = self.text_encoder.classifier_inputs(               # [B, L] or [B, T]
-          text_a, text_b, self.spec.max_seq_length, bucketed=self.bucketed)
+      features = text_layouts.classifier_inputs(                    # [B, L] or [B, T]
+          self.text_encoder, text_a, text_b, self.spec.max_seq_length,
+          bucketed=self.bucketed)
       return self.outputs(features)
-    features = self.text_encoder.document_inputs(                   # each [B, K, S]
-        text_a, text_b, self.spec.max_seq_length, bucketed=self.bucketed)
+    features = text_layouts.document_inputs(                        # each [B, K, S]
+        self.text_encoder, text_a, text_b, self.spec.max_seq_length,
+        bucketed=self.bucketed)
     # K = 1: one segment [B, S] without memory, as a truncating export reads it (and at
     # its cost); K > 1: the segments (of S = T) in order through the memory.
     return tf.cond(tf.equal(tf.shape(features["input_ids"])[1], 1),
@@ -203,41 +211,49 @@ def export_classifier(model_dir: str, export_dir: str, pair: Optional[bool] = No
         bucketed=bucketed, whole_text=whole_text)
   return export_model_dir(
       model_dir, export_dir, ClassifierSpec, serving, spiece_model,
-      spiece_hint="--spiece_model_file", card=export_card.classifier_card,
+      spiece_hint="--spiece_model_file", card=classifier_card,
       build_options=lambda spec: {"mem_len": serving_mem_len(spec, whole_text, mem_len)})
 
 
-def export_model_dir(model_dir: str, export_dir: str,
-                     spec_class: type,
-                     serving: Callable[[Any, Any, str], tf.Module],
-                     spiece_model: Optional[str] = None,
-                     spiece_hint: str = "spiece_model",
-                     card: Optional[Callable[[tf.Module], export_card.ExportCard]] = None,
-                     build_options: Optional[Callable[[Any], Dict[str, Any]]] = None
-                     ) -> str:
-  """Exports a fine-tuned model's directory as a SavedModel; returns export_dir.
+# ---- the card -------------------------------------------------------------------------------
 
-  `export_dir` is checked first (`export_card.check_export_dir`: a file, under a file,
-  not writable, not empty), then `model_directory.load(model_dir, spec_class)` gives
-  (model, spec) and `serving(model, spec, spiece_model)` the module whose `signatures()`
-  are saved. `spiece_model` defaults to
-  `model_dir/spiece.model`; a missing one raises FileNotFoundError (`spiece_hint` names
-  how to pass another). `card(module)` describes the export for its model card
-  (`export_card.write`: README.md beside the SavedModel, with the parity measured on the
-  reloaded SavedModel). `build_options(spec)` gives the options the model is built with
-  (`model_directory.load`'s, e.g. the serving memory).
-  """
-  export_card.check_export_dir(export_dir)
-  options = {}
-  if build_options is not None and tf.io.gfile.exists(os.path.join(model_dir,
-                                                                   spec_class.FILE)):
-    options = build_options(spec_class.from_values(
-        model_directory.read_spec(model_dir, spec_class.FILE), source=model_dir))
-  model, spec = model_directory.load(model_dir, spec_class, **options)
-  spiece_model = spiece_model or os.path.join(model_dir, model_directory.SPIECE_FILE)
-  if not tf.io.gfile.exists(spiece_model):
-    raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "
-                            f"SavedModel is missing (pass {spiece_hint})")
-  module = serving(model, spec, spiece_model)
-  return export_card.save(module, export_dir, model_dir, model,
-                          None if card is None else card(module))
+def reading_detail(max_seq_length: int, mem_len: int, fine_tuned_mem_len: int) -> str:
+  """The card's "Reading" line of a classifier: whole texts through a memory of `mem_len`
+  positions (0: truncated at max_seq_length)."""
+  if not mem_len:
+    return f"texts truncated at max_seq_length {max_seq_length} pieces, as released"
+  origin = ("the memory it was fine-tuned with" if fine_tuned_mem_len == mem_len and
+            fine_tuned_mem_len else
+            f"fine-tuned with mem_len {fine_tuned_mem_len}" if fine_tuned_mem_len else
+            "fine-tuned on texts truncated at max_seq_length")
+  return (f"whole texts of any length, in segments of max_seq_length {max_seq_length} "
+          f"pieces read in order through a memory of {mem_len} positions ({origin}); a "
+          f"batch that fits one segment is read as one segment")
+
+
+def classifier_card(module: ClassifierServing) -> export_card.ExportCard:
+  """`ClassifierServing`: probabilities (score for regression)."""
+  spec = module.spec
+  whole_text = getattr(module, "whole_text", False)
+  long_text = (PROBE_LONG_TEXT,) if whole_text else ()
+  inputs = {"text_a": list(PROBE_TEXTS + long_text)}
+  if module.pair:
+    inputs["text_b"] = list(PROBE_SECOND_TEXTS + PROBE_SECOND_TEXTS[:len(long_text)])
+  kind = "regression" if spec.is_regression else "classification"
+  mem_len = module.model.encoder.config.mem_len if whole_text else 0
+  return export_card.ExportCard(
+      task=kind, title=f"XLNet {kind} ({spec.task_name}), SavedModel",
+      about=(f"a {kind} export: its serving_default takes "
+             f"{'text_a and text_b' if module.pair else 'text_a'}; serve it with "
+             f"xlnet-classify (docs/serving.md, A classifier)"),
+      python_fn=module.serve_text, inputs=inputs,
+      keys=("score",) if spec.is_regression else ("probabilities",),
+      labels=None if spec.is_regression else list(spec.labels),
+      details={"max_seq_length": spec.max_seq_length, "uncased": spec.uncased,
+               "keep_accents": getattr(spec, "keep_accents", False),
+               "Inputs": "text_a, text_b" if module.pair else "text_a",
+               "Reading": reading_detail(spec.max_seq_length, mem_len,
+                                         getattr(spec, "mem_len", 0)),
+               "Padding": export_card.padding_detail(spec.max_seq_length, module.bucketed,
+                                                     whole_text=whole_text)
+                          + "; serving_ids: ids padded to max_seq_length"})
