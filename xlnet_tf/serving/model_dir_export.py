@@ -25,7 +25,6 @@ import tensorflow as tf
 
 from xlnet_tf import model_directory
 from xlnet_tf import paths
-from xlnet_tf.data import storage
 from xlnet_tf.serving import export_card
 
 
