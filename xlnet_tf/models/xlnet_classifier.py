@@ -28,6 +28,7 @@ from xlnet_tf.models.encoder_model import EncoderModel
 from xlnet_tf.layers.initializers import normal_initializer
 from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.layers.sequence_summary import SequenceSummary
+from xlnet_tf.models.head_spec import HeadSpec
 from xlnet_tf.networks.document_reader import read_document
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
 
@@ -104,12 +105,14 @@ class XLNetClassifier(EncoderModel):
 
 
 @dataclasses.dataclass(frozen=True)
-class ClassifierSpec:
+class ClassifierSpec(HeadSpec):
   """What a classifier predicts and how its inputs are made (its model directory's
   classifier.json)."""
   FILE: ClassVar[str] = "classifier.json"
   WRITTEN_BY: ClassVar[str] = ("the xlnet/classification task (run_classifier, "
                                "experiments.train) or xlnet_tf.convert")
+  OPTIONAL_FIELDS: ClassVar[Mapping[str, Any]] = {"summary_activation": None,
+                                                  "keep_accents": False, "mem_len": 0}
   task_name: str
   labels: Optional[Sequence[str]]          # None for regression
   is_regression: bool = False

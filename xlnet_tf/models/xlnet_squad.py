@@ -18,6 +18,7 @@ from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.models.encoder_model import EncoderModel
 from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.layers.squad_head import SquadHead
+from xlnet_tf.models.head_spec import HeadSpec
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
 
 ENCODER_INPUTS = ("input_ids", "segment_ids", "input_mask")
@@ -57,7 +58,7 @@ class XLNetForSquad(EncoderModel):
             "answer_class_start": self.head.answer_class_start, "name": self.name}
 
 
-class SquadSpec(dict):
+class SquadSpec(HeadSpec, dict):
   """A SQuAD model's squad.json: the window settings of its task and export
   (max_seq_length, max_query_length, doc_stride, version_2, ...), the candidates its head
   searches (start_n_top, end_n_top; default 5 x 5), the answer class's start
@@ -72,6 +73,10 @@ class SquadSpec(dict):
   def from_values(cls, values: Mapping[str, Any], source: str = "") -> "SquadSpec":
     del source
     return cls(values)
+
+  def to_values(self) -> Dict[str, Any]:
+    """squad.json's values: the dict as it is."""
+    return dict(self)
 
   def build_model(self, config: XLNetConfig, start_n_top: Optional[int] = None,
                   end_n_top: Optional[int] = None) -> "XLNetForSquad":
