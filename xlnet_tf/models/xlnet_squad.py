@@ -5,8 +5,8 @@
   >>> model(batch)                   # without: top-k starts, ends per start, cls logits
 
 Inputs: input_ids, segment_ids, input_mask, p_mask [B, T]; cls_index [B]; for training
-start_positions [B]. The head's variables carry the released names (`start_logits/...`,
-`end_logits/...`, `answer_class/...`).
+start_positions [B]. The head's variables carry the released names (`SQUAD_HEAD`:
+`start_logits/...`, `end_logits/...`, `answer_class/...`).
 """
 
 from typing import Any, ClassVar, Dict, Mapping, Optional
@@ -22,6 +22,14 @@ from xlnet_tf.models.head_spec import HeadSpec
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
 
 ENCODER_INPUTS = ("input_ids", "segment_ids", "input_mask")
+# The head's variables in the original's run_squad.py (get_qa_outputs: top-level scopes,
+# tf.layers.dense's default and explicit names).
+SQUAD_HEAD = ("start_logits/dense/kernel", "start_logits/dense/bias",
+              "end_logits/dense_0/kernel", "end_logits/dense_0/bias",
+              "end_logits/LayerNorm/gamma", "end_logits/LayerNorm/beta",
+              "end_logits/dense_1/kernel", "end_logits/dense_1/bias",
+              "answer_class/dense_0/kernel", "answer_class/dense_0/bias",
+              "answer_class/dense_1/kernel")                  # dense_1: no bias
 
 
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
@@ -98,15 +106,15 @@ def build_squad_model(config: XLNetConfig, start_n_top: int = 5, end_n_top: int 
   return model
 
 
-def released_squad_head_variables(model: XLNetForSquad) -> Dict[str, Any]:
-  """Released (TF1 run_squad) name -> variable of the SQuAD head."""
+def released_head_variables(model: XLNetForSquad) -> Dict[str, Any]:
+  """Released (TF1 run_squad) name -> variable of the SQuAD head (`SQUAD_HEAD`)."""
   head = model.head
-  names = {}
-  for layer in (head.start_dense, head.end_dense_0, head.end_layer_norm, head.end_dense_1,
-                head.class_dense_0, head.class_dense_1):
-    for variable in layer.weights:
-      names[f"{layer.name}/{variable.name.split('/')[-1].split(':')[0]}"] = variable
-  return names
+  return dict(zip(SQUAD_HEAD, (
+      head.start_dense.kernel, head.start_dense.bias,
+      head.end_dense_0.kernel, head.end_dense_0.bias,
+      head.end_layer_norm.gamma, head.end_layer_norm.beta,
+      head.end_dense_1.kernel, head.end_dense_1.bias,
+      head.class_dense_0.kernel, head.class_dense_0.bias, head.class_dense_1.kernel)))
 
 
 def load_released_squad(model: XLNetForSquad, prefix: str) -> None:
@@ -114,5 +122,5 @@ def load_released_squad(model: XLNetForSquad, prefix: str) -> None:
   (`model/transformer/...`) and the head (`start_logits/...`, `end_logits/...`,
   `answer_class/...`). Raises ValueError naming the checkpoint and the variable."""
   targets = {**released_names.encoder_variables(model.encoder),
-             **released_squad_head_variables(model)}
+             **released_head_variables(model)}
   released_names.load_released_checkpoint(prefix, targets)
