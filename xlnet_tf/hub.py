@@ -510,20 +510,20 @@ def from_preset(preset: str, model_class: type, *args, cache_dir: Optional[str] 
   """A model of class `model_class` whose encoder holds the weights of `preset` (a preset
   name or a model directory of our layout).
 
-  `XLNetPretrainer`: the pretrained model itself (`load_pretrained`; `kwargs` are run
-  options). A task model (the `model_class` of a registered `task_kind`: XLNetClassifier,
-  XLNetMultipleChoice, XLNetForSquad, XLNetTagger, XLNetSimpleQA): built by its kind's
+  `model_class` is the model class of a registered `task_kind`. The pretrained kind's
+  (`XLNetPretrainer`): the pretrained model itself (`load_pretrained`; `kwargs` are run
+  options). A task model's (XLNetClassifier, XLNetForSquad, ...): built by its kind's
   `build_model` with `args`/`kwargs` (e.g. num_classes, summary_type) under fine-tuning's
   run options (`XLNetConfig.for_finetuning`: no memory, bidirectional, `dropout`/`dropatt`),
   the encoder restored from the preset and the head freshly initialised, as fine-tuning
   starts.
   """
-  if issubclass(model_class, XLNetPretrainer):
+  kind = task_kind.of_model_class(model_class)
+  if kind.name == task_kind.PRETRAINED:          # a preset is a pretrained model directory
     if args:
       raise TypeError(f"from_preset({model_class.__name__}) takes run options as keywords, "
                       f"got {args}")
     return load_pretrained(preset, cache_dir=cache_dir, progress=progress, **kwargs)
-  kind = task_kind.of_model_class(model_class)
   directory = model_dir(preset, cache_dir, progress=progress)
   config = model_directory.read_config(directory)
   model = kind.build_model(config.for_finetuning(dropout=dropout, dropatt=dropatt), *args,

@@ -23,7 +23,6 @@ model).
   >>> model, spec = load("runs/sst2/final", ClassifierSpec)
 """
 
-import dataclasses
 import json
 import os
 from typing import Any, Dict, List, Optional, Sequence
@@ -222,17 +221,10 @@ def load(directory: str, spec_class, **build_options):
   return model, spec
 
 
-# Spec fields added later, written only when they differ from their default (the default is
-# what a file without them means), so the spec files of existing models stay as they were.
-_OPTIONAL_FIELDS = {"summary_activation": None, "keep_accents": False, "mem_len": 0}
-
-
 def spec_values(spec) -> Dict[str, Any]:
-  """A spec dataclass as JSON values (tuples as lists; `_OPTIONAL_FIELDS` at their default
-  left out)."""
-  return {k: list(v) if isinstance(v, tuple) else v
-          for k, v in dataclasses.asdict(spec).items()
-          if not (k in _OPTIONAL_FIELDS and v == _OPTIONAL_FIELDS[k])}
+  """The values a spec file holds for `spec`, a spec of any kind (`spec.to_values()`:
+  tuples as lists, the spec class's OPTIONAL_FIELDS at their default left out)."""
+  return spec.to_values()
 
 
 def save(model: tf_keras.Model, directory: str, spec, spiece_model: Optional[str]) -> str:
@@ -241,5 +233,4 @@ def save(model: tf_keras.Model, directory: str, spec, spiece_model: Optional[str
   if not hasattr(type(spec), "FILE"):
     raise TypeError(f"model_directory.save: the spec must be a task kind's spec (e.g. "
                     f"ClassifierSpec, SquadSpec(values)), got {type(spec).__name__}")
-  values = dict(spec) if isinstance(spec, dict) else spec_values(spec)
-  return write(model, directory, type(spec).FILE, values, spiece_model)
+  return write(model, directory, type(spec).FILE, spec.to_values(), spiece_model)

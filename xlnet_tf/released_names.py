@@ -2,9 +2,10 @@
 
 Both importers (released TF1 checkpoints and HuggingFace directories) produce arrays keyed
 by the released names; `assign_released` (pretraining model) and `assign_by_name` (task
-models, `xlnet_tf.convert.task_heads`) are where they enter a model. The task heads of the
-original's fine-tuning checkpoints are named here too (`SUMMARY_*`, `SQUAD_HEAD`,
-`RACE_HEAD`, `classification_scope`). Error messages elsewhere name variables by these names.
+models, `xlnet_tf.convert.task_heads`) are where they enter a model. The encoder's names
+are here; a task head's are its model's (e.g. `models.xlnet_classifier.SUMMARY_PROJECTION`,
+`models.xlnet_squad.SQUAD_HEAD`) or its conversion's (`xlnet_tf.convert.heads`). Error
+messages elsewhere name variables by these names.
 """
 
 import re
@@ -31,79 +32,12 @@ MASK_EMB = f"{TRANSFORMER}/mask_emb/mask_emb"
 # fine-tuning scripts (run_classifier, run_squad, run_race) save checkpoints without them.
 PRETRAINING_ONLY = (MASK_EMB, LM_BIAS)
 
-# Task heads of the original's fine-tuning graphs (function_builder.py, modeling.py).
-# The sequence summary (xlnet.py get_pooled_out -> modeling.summarize_sequence) is under
-# "model/" in a scope whose name the original misspells.
-SUMMARY = "model/sequnece_summary"
-SUMMARY_PROJECTION = (f"{SUMMARY}/summary/kernel", f"{SUMMARY}/summary/bias")
-SUMMARY_ATTENTION = (f"{SUMMARY}/summary_bias",
-                     *(f"{SUMMARY}/abs_attn/{p}/kernel" for p in "qkvo"),
-                     f"{SUMMARY}/abs_attn/LayerNorm/gamma", f"{SUMMARY}/abs_attn/LayerNorm/beta")
-# get_qa_outputs: top-level scopes, tf.layers.dense default and explicit names.
-SQUAD_HEAD = ("start_logits/dense/kernel", "start_logits/dense/bias",
-              "end_logits/dense_0/kernel", "end_logits/dense_0/bias",
-              "end_logits/LayerNorm/gamma", "end_logits/LayerNorm/beta",
-              "end_logits/dense_1/kernel", "end_logits/dense_1/bias",
-              "answer_class/dense_0/kernel", "answer_class/dense_0/bias",
-              "answer_class/dense_1/kernel")                  # dense_1: no bias
-# get_race_loss: one dense layer in a top-level "logits" scope, on the sequence summary.
-RACE_HEAD = ("logits/dense/kernel", "logits/dense/bias")
-
 # Variables of a released or fine-tuned TF1 checkpoint that are not model weights.
 _NOT_WEIGHTS = re.compile(r"(^global_step$|^beta[12]_power$|/adam_[mv]$|/Adam(_1)?$)")
-# Task-head variables of fine-tuned TF1 checkpoints (loaded by the task models, not here).
-_TASK_HEADS = re.compile(
-    r"^model/(sequnece_summary|classification_[^/]+|regression_[^/]+)/"
-    r"|^(start_logits|end_logits|answer_class|logits)/")
 
 
 def is_optimizer_or_step(name: str) -> bool:
   return bool(_NOT_WEIGHTS.search(name))
-
-
-def is_task_head(name: str) -> bool:
-  return bool(_TASK_HEADS.search(name))
-
-
-def classification_scope(task_name: str, is_regression: bool = False) -> str:
-  """model/classification_<task> (model/regression_<task>): the logit layer's scope."""
-  return f"model/{'regression' if is_regression else 'classification'}_{task_name}"
-
-
-def summary_variables(summary) -> Dict[str, tf.Variable]:
-  """Released name -> variable of a built `SequenceSummary` (projection, attn pooling)."""
-  names = {}
-  if summary.use_proj:
-    names.update(zip(SUMMARY_PROJECTION, (summary.summary.kernel, summary.summary.bias)))
-  if summary.summary_type == "attn":
-    names.update(zip(SUMMARY_ATTENTION, (
-        summary.summary_bias, summary.q_kernel, summary.k_kernel, summary.v_kernel,
-        summary.o_kernel, summary.attn_layer_norm.gamma, summary.attn_layer_norm.beta)))
-  return names
-
-
-def classifier_head_variables(model, task_name: str) -> Dict[str, tf.Variable]:
-  """Released name -> variable of an `XLNetClassifier`'s head (summary + logit layer)."""
-  scope = classification_scope(task_name, model.is_regression)
-  return {**summary_variables(model.sequence_summary),
-          f"{scope}/logit/kernel": model.logit.kernel, f"{scope}/logit/bias": model.logit.bias}
-
-
-def race_head_variables(model) -> Dict[str, tf.Variable]:
-  """Released name -> variable of a RACE model (a 1-output `XLNetClassifier`)."""
-  return {**summary_variables(model.sequence_summary),
-          RACE_HEAD[0]: model.logit.kernel, RACE_HEAD[1]: model.logit.bias}
-
-
-def squad_head_variables(model) -> Dict[str, tf.Variable]:
-  """Released name -> variable of an `XLNetForSquad`'s head."""
-  head = model.head
-  ours = (head.start_dense.kernel, head.start_dense.bias,
-          head.end_dense_0.kernel, head.end_dense_0.bias,
-          head.end_layer_norm.gamma, head.end_layer_norm.beta,
-          head.end_dense_1.kernel, head.end_dense_1.bias,
-          head.class_dense_0.kernel, head.class_dense_0.bias, head.class_dense_1.kernel)
-  return dict(zip(SQUAD_HEAD, ours))
 
 
 def released_variables(model) -> Dict[str, tf.Variable]:
@@ -201,18 +135,3 @@ def load_released_checkpoint(prefix: str, targets: Mapping[str, tf.Variable],
       variable.assign(reader.get_tensor(name))
   return kept
 
-
-# The heads only HuggingFace models have, by the names of our layers (the original has no
-# such head): XLNetForTokenClassification's and XLNetForQuestionAnsweringSimple's.
-TAGGER_HEAD = ("classifier/kernel", "classifier/bias")
-QA_SIMPLE_HEAD = ("qa_outputs/kernel", "qa_outputs/bias")
-
-
-def tagger_head_variables(model) -> Dict[str, tf.Variable]:
-  """Converted name -> variable of an `XLNetTagger`'s head."""
-  return dict(zip(TAGGER_HEAD, (model.classifier.kernel, model.classifier.bias)))
-
-
-def qa_simple_head_variables(model) -> Dict[str, tf.Variable]:
-  """Converted name -> variable of an `XLNetSimpleQA`'s head."""
-  return dict(zip(QA_SIMPLE_HEAD, (model.qa_outputs.kernel, model.qa_outputs.bias)))

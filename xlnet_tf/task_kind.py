@@ -2,12 +2,12 @@
 that handles models of every task.
 
 A kind is what a model directory holds: a pretrained model ("pretrained") or a fine-tuned
-one with its head ("classifier", "squad", "race", "tagger", and "qa_simple", HuggingFace's
-simple span-QA head, which is imported and served but not trained here). Each task module
-of `xlnet_tf.tasks` builds its record from the pieces below it (spec class, model builder,
-loss, SavedModel export) and registers it; the consumers below the tasks (the model
-directory loader, `convert` in both directions, the presets, the cards) and the driver read
-the record instead of keeping tables of their own.
+one with its head (one kind per head: "classifier", "squad", ...; `names()` lists them;
+"qa_simple", HuggingFace's simple span-QA head, is imported and served but not trained
+here). Each task module of `xlnet_tf.tasks` builds its record from the pieces below it
+(model class and builder, spec class, SavedModel export, conversion) and registers it; the
+consumers below the tasks (the model directory's readers, `convert` in both directions,
+`hub.from_preset`) read the record instead of keeping tables of their own.
 
 This module imports nothing of xlnet_tf: it is a leaf, so every layer may read it. The
 records are registered when `xlnet_tf.tasks.all_tasks` is imported (the console commands,
@@ -16,7 +16,7 @@ the driver and `xlnet_tf.hub` do); asked before, every function here raises
 
   >>> from xlnet_tf import task_kind
   >>> kind = task_kind.of_model_dir("runs/sst2/final")      # the spec file decides
-  >>> kind.name, kind.spec_class.FILE, kind.hf_architecture_out
+  >>> kind.name, kind.spec_class.FILE, kind.conversion.hf_architecture_out
   ('classifier', 'classifier.json', 'XLNetForSequenceClassification')
 """
 
@@ -34,23 +34,22 @@ class TaskKind:
   model_class: the Keras model class of the kind.
   build_model: the model's builder, `build_model(config, *args, **kwargs)` (a fresh head),
     e.g. `build_classifier(config, num_classes)`: what `from_preset` calls.
-  spec_class: the head's spec (a dataclass with FILE, `from_values(values)` and
-    `build_model(config, **overrides)`), written to FILE in the model directory; None for
-    "pretrained" (no spec file).
+  spec_class: the head's spec (a `models.head_spec.HeadSpec`: FILE, `from_values(values)`,
+    `to_values()` and `build_model(config, **overrides)`), written to FILE in the model
+    directory; None for "pretrained" (no spec file).
   card_task: the model card's task ("classification", "squad", ...), the HuggingFace
     pipeline it corresponds to.
   experiment: the `exp_factory` experiment that trains it ("xlnet/classification",
     registered beside the record by the task's module); None when not trained here.
   export: `export(model_dir, export_dir, **options)`, the SavedModel of a model directory
     of this kind (raw text in).
-  released_head: the original's head variables (`released_names`), or what this kind's
-    head is called in the converted checkpoint: a description for errors and docs.
-  head_variables: `head_variables(model, task_name)`, released/converted name -> our
-    variable of the head (None for "pretrained": the LM head is tied to the embedding).
-  hf_architectures_in: HuggingFace architectures imported as this kind.
-  hf_architecture_out: the HuggingFace architecture exported, or None with
-    `hf_not_exportable` saying why.
-  card_head: what a model card adds about the head when its task does not say it.
+  conversion: the kind's conversion, every answer `xlnet_tf.convert` needs (an object of
+    `xlnet_tf.convert.heads`, written in the kind's own module there: its HuggingFace
+    classes and head tensors both ways, the original's head variables, the model and the
+    spec a conversion writes, the parity probes, the card), or None when models of this
+    kind are not converted, with `hf_not_exportable` saying why.
+  hf_not_exportable: why a kind without a conversion has none (the refusal of an export
+    to HuggingFace says it).
   max_seq_length: the sequence length a converted checkpoint of this kind is served at when
     neither it nor the user says (the original script's default: run_classifier.py 128,
     run_squad.py and run_race.py 512); None for "pretrained".
@@ -62,18 +61,14 @@ class TaskKind:
   spec_class: Optional[type]
   card_task: str
   export: Callable[..., str]
-  released_head: str
-  head_variables: Optional[Callable[[Any, Optional[str]], Dict[str, Any]]]
-  hf_architectures_in: Tuple[str, ...]
-  hf_architecture_out: Optional[str]
+  conversion: Optional[Any]
   hf_not_exportable: str = ""
-  card_head: str = ""
   max_seq_length: Optional[int] = None
   experiment: Optional[str] = None
 
   def __post_init__(self):
-    if (self.hf_architecture_out is None) == (not self.hf_not_exportable):
-      raise ValueError(f"task kind {self.name!r}: give hf_architecture_out, or None with "
+    if (self.conversion is None) == (not self.hf_not_exportable):
+      raise ValueError(f"task kind {self.name!r}: give a conversion, or None with "
                        f"hf_not_exportable saying why")
 
   @property
@@ -167,12 +162,3 @@ def of_model_class(cls: type) -> TaskKind:
   raise TypeError(f"{cls.__name__}: no task kind has this model class; the classes are "
                   f"{sorted(k.model_class.__name__ for k in kinds())}")
 
-
-def of_hf_architecture(architecture: str) -> TaskKind:
-  """The kind a HuggingFace architecture is imported as; ValueError listing them."""
-  for kind in kinds():
-    if architecture in kind.hf_architectures_in:
-      return kind
-  known = sorted(a for kind in kinds() for a in kind.hf_architectures_in)
-  raise ValueError(f"HuggingFace architecture {architecture!r} is not one we read; we read "
-                   f"{known}")

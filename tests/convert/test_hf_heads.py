@@ -451,13 +451,13 @@ def test_released_conversion_card_has_the_weight_parity(tmp_path):
 def test_weight_parity_reads_the_written_checkpoint(tmp_path, monkeypatch):
   """A converter bug that writes a transposed (square, so shape-checked fine) kernel shows
   in the TF1 parity figure, which compares the written model.ckpt with the source."""
-  from xlnet_tf import released_names  # pylint: disable=g-import-not-at-top
   from xlnet_tf.convert import task_heads  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.models.xlnet_classifier import SUMMARY  # pylint: disable=g-import-not-at-top
   config = small_config(n_token=32000)
   heads = {**summary_arrays(config), **classification_head_arrays(config, "imdb", 2)}
   write_released_dir(tmp_path / "src", config, original_encoder_arrays(config), extra=heads)
   load = task_heads.load_task_model
-  kernel = f"{released_names.SUMMARY}/summary/kernel"
+  kernel = f"{SUMMARY}/summary/kernel"
 
   def load_transposed(model, head, *args, **kwargs):
     load(model, head, *args, **kwargs)
@@ -503,9 +503,9 @@ def test_unknown_head_key(tmp_path):
       {"logits_proj.scale": np.ones([2], np.float32)}))
   _expect_error(tmp_path, source, (
       f"{path}: unknown HuggingFace key 'logits_proj.scale' for an XLNet model: not a tensor "
-      f"of any XLNet task head (sequence_summary.summary.*, logits_proj.*, classifier.*, "
-      f"qa_outputs.*, start_logits.dense.*, end_logits.{{dense_0,LayerNorm,dense_1}}.*, "
-      f"answer_class.{{dense_0.*,dense_1.weight}})"))
+      f"of any XLNet task head (sequence_summary.summary.*, logits_proj.*, qa_outputs.*, "
+      f"start_logits.dense.*, end_logits.{{dense_0,LayerNorm,dense_1}}.*, "
+      f"answer_class.{{dense_0.*,dense_1.weight}}, classifier.*)"))
 
 
 @pytest.mark.parametrize("key, shape, expected", [
@@ -587,12 +587,12 @@ def test_bf16_safetensors_convert_to_their_float32_values(tmp_path):
 
 
 def test_parity_that_fails_or_differs_is_a_warning(tmp_path, monkeypatch, caplog):
-  from xlnet_tf.convert import huggingface  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.convert import hf_parity  # pylint: disable=g-import-not-at-top
   _, source = _hf_dir(tmp_path, transformers.XLNetForTokenClassification, num_labels=3)
 
   def broken(*args):
     raise RuntimeError("no such kernel")
-  monkeypatch.setattr(huggingface, "_hf_outputs", broken)
+  monkeypatch.setattr(hf_parity, "_hf_outputs", broken)
   with caplog.at_level("WARNING"):
     report = convert(source, os.fspath(tmp_path / "out"))
   assert report["parity"]["measured"] is False
@@ -601,8 +601,8 @@ def test_parity_that_fails_or_differs_is_a_warning(tmp_path, monkeypatch, caplog
              for r in caplog.records), [r.getMessage() for r in caplog.records]
   monkeypatch.undo()
 
-  hf_outputs = huggingface._hf_outputs                   # pylint: disable=protected-access
-  monkeypatch.setattr(huggingface, "_hf_outputs", lambda *args: {
+  hf_outputs = hf_parity._hf_outputs                     # pylint: disable=protected-access
+  monkeypatch.setattr(hf_parity, "_hf_outputs", lambda *args: {
       k: v + 1e-3 for k, v in hf_outputs(*args).items()})
   caplog.clear()
   with caplog.at_level("WARNING"):

@@ -14,9 +14,10 @@ from helpers import small_config
 from xlnet_tf import model_directory
 from xlnet_tf import pretrained
 from xlnet_tf import task_kind
-from xlnet_tf.convert import huggingface
+from xlnet_tf.convert import hf_heads
 from xlnet_tf.convert import task_heads
 from xlnet_tf.convert import to_huggingface
+from xlnet_tf.convert.heads.base import HeadConversion
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
 from xlnet_tf.models.xlnet_ranker import RankerSpec
@@ -64,7 +65,7 @@ def test_a_second_record_of_a_name_or_a_spec_file_is_refused():
 def test_a_record_must_say_why_it_has_no_huggingface_class():
   classifier = task_kind.get("classifier")
   with pytest.raises(ValueError, match="hf_not_exportable saying why"):
-    classifier.__class__(**{**classifier.__dict__, "name": "x", "hf_architecture_out": None})
+    classifier.__class__(**{**classifier.__dict__, "name": "x", "conversion": None})
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=[k.name for k in KINDS])
@@ -83,8 +84,7 @@ def test_every_consumer_has_an_answer_for_the_kind(kind, tmp_path):
     model = spec.build_model(config)
     model_directory.save(model, directory, spec, None)
     loaded, read = model_directory.load(directory, kind.spec_class)
-    values = (lambda s: dict(s) if isinstance(s, dict) else model_directory.spec_values(s))
-    assert values(read) == values(spec)                  # as the spec file records it
+    assert read.to_values() == spec.to_values()          # as the spec file records it
     assert kind.max_seq_length                       # a converted checkpoint's default
   # The model: its class, found back from the instance and the class (from_preset).
   assert isinstance(model, kind.model_class)
@@ -93,29 +93,32 @@ def test_every_consumer_has_an_answer_for_the_kind(kind, tmp_path):
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
   # The model directory and the exporter to HuggingFace find the kind by its spec file.
   assert task_kind.of_model_dir(directory) is kind
-  if kind.hf_architecture_out is None:
+  if kind.conversion is None:
     with pytest.raises(ValueError, match=kind.hf_not_exportable):
       to_huggingface.detect_kind(directory)
   else:
     assert to_huggingface.detect_kind(directory) == kind.name
   # HuggingFace: the class written, and every class read maps back to the kind.
-  if kind.hf_architecture_out is None:            # refused, saying why (the ranker)
+  if kind.conversion is None:                     # refused, saying why (the ranker)
     with pytest.raises(ValueError, match=f"cannot be exported to HuggingFace: "
                                          f"{kind.hf_not_exportable}"):
-      huggingface.architecture_out(kind.name)
+      hf_heads.architecture_out(kind.name)
   else:
-    assert huggingface.architecture_out(kind.name) == kind.hf_architecture_out
-  for architecture in kind.hf_architectures_in:
-    assert huggingface.architectures_in()[architecture] == kind.name
+    assert hf_heads.architecture_out(kind.name) == kind.conversion.hf_architecture_out
+    for architecture in kind.conversion.hf_architectures_in:
+      assert hf_heads.architectures_in()[architecture] == kind.name
+    assert kind.conversion.released_head
   # The original's head: its variables by their released (or converted) names.
   if kind.name == task_kind.PRETRAINED:
-    assert kind.head_variables is None
+    assert not isinstance(kind.conversion, HeadConversion)
   else:
     assert kind.name in task_heads.task_kind.head_kinds()
-    heads = kind.head_variables(model, "sst-2")
+  if isinstance(kind.conversion, HeadConversion):
+    assert kind.conversion.spec_class is kind.spec_class
+    heads = kind.conversion.head_variables(model, "sst-2")
     assert heads and all(any(v is w for w in model.variables) for v in heads.values())
   # The card, the export, the description.
-  assert kind.card_task and kind.description and kind.released_head
+  assert kind.card_task and kind.description
   assert {"model_dir", "export_dir"} <= set(inspect.signature(kind.export).parameters)
   # The driver: a trained kind's experiment builds a task whose record is the kind.
   if kind.experiment is not None:
@@ -128,14 +131,14 @@ def test_every_consumer_has_an_answer_for_the_kind(kind, tmp_path):
 def test_a_kind_without_a_huggingface_class_is_refused_by_name():
   classifier = task_kind.get("classifier")
   record = classifier.__class__(**{**classifier.__dict__, "name": "not_exportable",
-                                   "hf_architecture_out": None, "hf_architectures_in": (),
+                                   "conversion": None,
                                    "hf_not_exportable": "its head has no HuggingFace class",
                                    "spec_class": None})
   task_kind._KINDS[record.name] = record                   # pylint: disable=protected-access
   try:
     with pytest.raises(ValueError, match="a not_exportable model cannot be exported to "
                                          "HuggingFace: its head has no HuggingFace class"):
-      huggingface.architecture_out("not_exportable")
+      hf_heads.architecture_out("not_exportable")
   finally:
     del task_kind._KINDS[record.name]                      # pylint: disable=protected-access
 
@@ -151,7 +154,7 @@ def test_a_consumer_asking_before_any_kind_is_registered_is_told_what_to_import(
   registered = dict(task_kind._KINDS)                      # pylint: disable=protected-access
   task_kind._KINDS.clear()                                 # pylint: disable=protected-access
   try:
-    for ask in (task_kind.kinds, task_kind.spec_files, huggingface.architectures_in,
+    for ask in (task_kind.kinds, task_kind.spec_files, hf_heads.architectures_in,
                 lambda: task_kind.get("classifier")):
       with pytest.raises(task_kind.NoKindsRegistered, match="import xlnet_tf.tasks.all_tasks"):
         ask()

@@ -35,7 +35,7 @@ from xlnet_tf import task_kind  # noqa: E402
 from xlnet_tf.tasks import all_tasks  # noqa: E402,F401  (registers the task kinds)
 from xlnet_tf.convert.importer import ConvertOptions  # noqa: E402
 from xlnet_tf.convert.importer import convert  # noqa: E402
-from xlnet_tf.convert import task_heads  # noqa: E402
+from xlnet_tf.convert.heads import summary  # noqa: E402
 from xlnet_tf.convert import to_huggingface  # noqa: E402
 
 _SOURCE = flags.DEFINE_string(
@@ -77,7 +77,7 @@ _LABELS = flags.DEFINE_list(
     "labels", None, "Classifier label names in id order (default: the original's labels for "
     "its own tasks mnli_matched, mnli_mismatched, imdb, yelp5; else 0..C-1).")
 _SUMMARY_TYPE = flags.DEFINE_enum(
-    "summary_type", None, list(task_heads.SUMMARY_TYPES), "The original's --summary_type "
+    "summary_type", None, list(summary.SUMMARY_TYPES), "The original's --summary_type "
     "(default: attn if the checkpoint has its variables, else last).")
 _MAX_SEQ_LENGTH = flags.DEFINE_integer(
     "max_seq_length", None, "The original's --max_seq_length (default: its default, 128 for "

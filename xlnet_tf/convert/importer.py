@@ -11,15 +11,12 @@ conversion.json (what was read, what was left out, the parity figure) and README
 model card, `xlnet_tf.model_card`); `xlnet_tf.load_pretrained(OUT)` loads a pretrained one.
 
 A HuggingFace task model converts with its head (config.json's `architectures`, see
-`huggingface`) into the model directory of that task (read back with
-`model_directory.load(directory, <its kind's spec class>)`):
+`hf_heads`) into the model directory of that task (read back with
+`model_directory.load(directory, <its kind's spec class>)`): the kind whose record's
+conversion reads that class (`xlnet_tf.convert.heads`), e.g.
   XLNetForSequenceClassification  classifier.json (labels: id2label; regression for one
                                   output), `ClassifierSpec`
-  XLNetForMultipleChoice          race.json, `RaceSpec`
-  XLNetForTokenClassification     tagger.json (tags: id2label), `TaggerSpec`
-  XLNetForQuestionAnsweringSimple qa_simple.json, `SimpleQASpec`
-  XLNetForQuestionAnswering       squad.json (answer_class_start "gold"),
-                                  `SquadSpec`
+  XLNetForQuestionAnswering       squad.json (answer_class_start "gold"), `SquadSpec`
 XLNetModel and XLNetLMHeadModel (and --task pretrained) give the pretrained layout.
 tokenizer_config.json's do_lower_case and keep_accents (or --uncased/--keep_accents) are
 recorded in the spec (uncased, keep_accents), or for the pretrained layout in text.json
@@ -35,18 +32,18 @@ Checkpoints written by the original's fine-tuning scripts (run_classifier.py, ru
 run_race.py; a model directory with model.ckpt-N.* and a `checkpoint` file, config given
 by `model_config_path`) hold the encoder without the pretraining-only `mask_emb` and
 `model/lm_loss/bias`, plus the task head. With `task` "auto" such a checkpoint converts
-with its head into the fine-tuned model directory of that task (see `task_heads`):
+with its head into the fine-tuned model directory of that task (see `task_heads`), e.g.
   classifier  xlnet_config.json, classifier.json, model.ckpt (`ClassifierSpec`,
               experiments/export_saved_model.py)
   squad       xlnet_config.json, squad.json, model.ckpt (run_squad's MODEL_DIR/final)
-  race        xlnet_config.json, race.json, model.ckpt (`RaceSpec`)
 and without a head into the pretrained layout. conversion.json says what was absent and
 what was done about it. A checkpoint that has the pretraining variables converts to the
 pretrained layout (its task-head variables listed as left out) unless `task` names a head.
 
 From Python, the task kinds' records must be registered first (`import
 xlnet_tf.tasks.all_tasks`; the command line does it): every per-kind answer of a
-conversion comes from them (`xlnet_tf.task_kind`).
+conversion comes from them (`xlnet_tf.task_kind`: the record's `conversion`, the kind's
+module of `xlnet_tf.convert.heads`, builds the model and writes the spec).
 
 OUT is checked before anything is read: it must not be, contain or lie inside SRC (symbolic
 links resolved), and it must be a writable directory location. An existing OUT is replaced
@@ -74,16 +71,16 @@ from xlnet_tf import paths
 from xlnet_tf import pretrained
 from xlnet_tf import released_names as names
 from xlnet_tf import task_kind
+from xlnet_tf.convert import hf_heads
+from xlnet_tf.convert import hf_parity
+from xlnet_tf.convert import hf_weights
 from xlnet_tf.convert import huggingface
 from xlnet_tf.convert import released
 from xlnet_tf.convert import task_heads
+from xlnet_tf.convert.heads import summary
+from xlnet_tf.convert.heads.base import Head
 from xlnet_tf.convert.source import SourceWeights
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
-from xlnet_tf.models.xlnet_classifier import ClassifierSpec
-from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
-from xlnet_tf.models.xlnet_simple_qa import SimpleQASpec
-from xlnet_tf.models.xlnet_squad import SquadSpec
-from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 
 def detect_source(source: str, config_path: Optional[str] = None) -> str:
@@ -109,7 +106,7 @@ def detect_source(source: str, config_path: Optional[str] = None) -> str:
       f"--source {source}: not an XLNet checkpoint directory. Expected either the released "
       f"layout ({released.CONFIG_FILE} + {released.CHECKPOINT_PREFIX}.index/.data-*) or a "
       f"HuggingFace XLNet directory ({huggingface.CONFIG_FILE} with model_type 'xlnet' + "
-      f"one of {list(huggingface.WEIGHT_FILES)}); found {found}")
+      f"one of {list(hf_weights.WEIGHT_FILES)}); found {found}")
 
 
 REPORT_FILE = "conversion.json"
@@ -157,8 +154,8 @@ class ConvertOptions:
     kinds = task_kind.names()
     if self.task not in ["auto", *kinds]:
       raise ValueError(f"--task must be one of {['auto', *kinds]}, got {self.task!r}")
-    if self.summary_type is not None and self.summary_type not in task_heads.SUMMARY_TYPES:
-      raise ValueError(f"--summary_type must be one of {list(task_heads.SUMMARY_TYPES)}, got "
+    if self.summary_type is not None and self.summary_type not in summary.SUMMARY_TYPES:
+      raise ValueError(f"--summary_type must be one of {list(summary.SUMMARY_TYPES)}, got "
                        f"{self.summary_type!r}")
     if self.labels is not None:
       labels = [str(label) for label in self.labels]
@@ -221,10 +218,9 @@ def _overlap(source: str, output: str) -> Optional[str]:
 def _is_conversion_file(name: str) -> bool:
   """Whether a conversion writes a file called `name` into its output directory."""
   return (name in (model_directory.CONFIG_FILE, model_directory.SPIECE_FILE, REPORT_FILE,
-                   ClassifierSpec.FILE, SquadSpec.FILE,
-                   RaceSpec.FILE, TaggerSpec.FILE,
-                   SimpleQASpec.FILE, model_directory.TEXT_FILE,
-                   model_card.CARD_FILE,
+                   *(kind.spec_file for kind in task_kind.kinds()
+                     if kind.conversion is not None and kind.spec_file),
+                   model_directory.TEXT_FILE, model_card.CARD_FILE,
                    model_directory.CHECKPOINT_PREFIX + ".index") or
           name.startswith(model_directory.CHECKPOINT_PREFIX + ".data-"))
 
@@ -330,27 +326,6 @@ def original_mask_emb(d_model: int) -> np.ndarray:
   return np.random.default_rng(0).uniform(-limit, limit, [1, 1, d_model]).astype(np.float32)
 
 
-def _label_names(head: task_heads.Head, options: ConvertOptions, source: str):
-  """(labels or None, where they came from)."""
-  if head.is_regression:
-    return None, "a regression head: one score, no labels"
-  if options.labels is not None:
-    return tuple(options.labels), "--labels"
-  original = task_heads.ORIGINAL_LABELS.get(head.task_name)
-  if original is not None:
-    if len(original) != head.num_outputs:
-      raise ValueError(
-          f"{source}: {head.logit_scope}/logit has {head.num_outputs} outputs, but the "
-          f"original's {head.task_name} task has {len(original)} labels {list(original)}; "
-          f"pass --labels")
-    return original, (f"the original run_classifier.py's labels of task {head.task_name} "
-                      f"(in its id order)")
-  labels = tuple(str(i) for i in range(head.num_outputs))
-  return labels, ("the checkpoint has no label names: labels are the class ids 0.."
-                  f"{head.num_outputs - 1}; pass --labels (in the id order the model was "
-                  f"fine-tuned with) to name them")
-
-
 def _task_config(weights: SourceWeights):
   """The config of the task model: a TF1 checkpoint gets fine-tuning's run options
   (`XLNetConfig.for_finetuning`); a HuggingFace model keeps its own (attention type,
@@ -360,14 +335,14 @@ def _task_config(weights: SourceWeights):
   return weights.config.for_finetuning()
 
 
-def _convert_task(weights: SourceWeights, head: task_heads.Head, options: ConvertOptions,
+def _convert_task(weights: SourceWeights, head: Head, options: ConvertOptions,
                   report: Dict[str, Any], text: Dict[str, Any]):
-  """Builds and loads the task model for `head`; returns (model, writer(directory, spiece)).
-  `text`: the normalisation (uncased, keep_accents) recorded in the spec."""
+  """Builds and loads the task model for `head` (its kind's conversion); returns (model,
+  writer(directory, spiece)). `text`: the normalisation (uncased, keep_accents) recorded in
+  the spec."""
+  record = task_kind.get(head.kind)
   config = _task_config(weights)
-  start_n_top = head.start_n_top or options.start_n_top
-  end_n_top = head.end_n_top or options.end_n_top
-  model = task_heads.build_task_model(head, config, start_n_top, end_n_top)
+  model = record.conversion.build_model(head, config, options)
   encoder = {k: v for k, v in weights.arrays.items() if k != names.LM_BIAS}
   absent = report["absent"]
   if names.MASK_EMB not in encoder:
@@ -384,93 +359,20 @@ def _convert_task(weights: SourceWeights, head: task_heads.Head, options: Conver
   else:
     report["skipped_task_head_variables"] = [n for n in weights.skipped
                                              if n not in head.names]
-  max_seq_length = options.max_seq_length or task_kind.get(head.kind).max_seq_length
+  max_seq_length = options.max_seq_length or record.max_seq_length
   described = {"kind": head.kind, "variables": list(head.names)}
-  uncased, keep_accents = text["uncased"], text["keep_accents"]
-  settings = {"max_seq_length": max_seq_length, "uncased": uncased}
-  if keep_accents:
+  settings = {"max_seq_length": max_seq_length, "uncased": text["uncased"]}
+  if text["keep_accents"]:
     settings["keep_accents"] = True
   if options.max_seq_length is None:
     report["notes"].append(f"max_seq_length {max_seq_length}: the original's default for "
                            f"this task (the checkpoint does not record it; "
                            f"--max_seq_length sets it)")
-  summary_type = task_heads.our_summary_type(head.summary_type)
-
-  if head.kind == "classifier":
-    if head.labels is not None:
-      labels = head.labels
-      labels_from = "--labels" if options.labels is not None else "config.json id2label"
-    else:
-      labels, labels_from = _label_names(head, options, weights.path)
-    task_name = task_heads.OUR_TASK_NAME.get(head.task_name, head.task_name)
-    spec = ClassifierSpec(
-        task_name=task_name, labels=labels, is_regression=head.is_regression,
-        max_seq_length=max_seq_length, uncased=uncased, summary_type=summary_type,
-        use_proj=head.use_proj, summary_activation=head.activation,
-        keep_accents=keep_accents)
-    described.update(scope=head.logit_scope, task_name=task_name, labels=labels,
-                     labels_from=labels_from, is_regression=head.is_regression,
-                     num_outputs=head.num_outputs, summary_type=summary_type,
-                     use_proj=head.use_proj, summary_activation=head.activation)
-    if weights.kind == "released":
-      if options.summary_type is None and head.summary_type == "last":
-        report["notes"].append(
-            "summary_type 'last' (<cls>), the original's default: 'first' and 'mean' have "
-            "no variables of their own to tell them apart (--summary_type sets it)")
-      if head.summary_type == "mean":
-        report["notes"].append(
-            "summary_type 'mean': the original averages over the padding too, so the model "
-            "uses 'mean_with_padding' (the same logits as the original at the same "
-            "max_seq_length)")
-    if labels_from.startswith("the checkpoint has no label names"):
-      report["notes"].append(f"labels: {labels_from}")
-  elif head.kind == "tagger":
-    labels = head.labels
-    scheme = "bio" if _is_bio(labels) else "tags"
-    task_name = str(getattr(weights, "hf_config", {}).get("finetuning_task") or "huggingface")
-    spec = TaggerSpec(task_name=task_name, labels=tuple(labels),
-                                      max_seq_length=max_seq_length, uncased=uncased,
-                                      scheme=scheme, keep_accents=keep_accents)
-    described.update(task_name=task_name, labels=list(labels), num_outputs=head.num_outputs,
-                     labels_from="--labels" if options.labels else "config.json id2label",
-                     scheme=scheme)
-  elif head.kind == "squad":
-    settings.update(doc_stride=options.doc_stride, max_query_length=options.max_query_length,
-                    start_n_top=start_n_top, end_n_top=end_n_top,
-                    version_2_with_negative=options.version_2_with_negative)
-    if head.answer_class_start != "expected":
-      settings["answer_class_start"] = head.answer_class_start
-    if options.null_score_diff_threshold is not None:
-      settings["null_score_diff_threshold"] = options.null_score_diff_threshold
-    spec = SquadSpec(settings)
-  elif head.kind == "qa_simple":
-    spec = SimpleQASpec(
-        max_seq_length=max_seq_length, max_query_length=options.max_query_length,
-        doc_stride=options.doc_stride, start_n_top=start_n_top, end_n_top=end_n_top,
-        uncased=uncased, keep_accents=keep_accents)
-    settings = model_directory.spec_values(spec)
-  else:
-    described.update(summary_type=summary_type, use_proj=head.use_proj,
-                     summary_activation=head.activation)
-    spec = RaceSpec(max_seq_length=max_seq_length, uncased=uncased,
-                    summary_type=summary_type, use_proj=head.use_proj,
-                    summary_activation=head.activation, keep_accents=keep_accents)
-    if weights.kind == "huggingface":
-      report["notes"].append(
-          "XLNetForMultipleChoice -> the multiple choice model of the RACE task (race.json): "
-          "any number of choices in Python; its SavedModel takes RACE's 4 options")
-  if weights.kind == "huggingface" and head.kind in ("squad", "qa_simple"):
-    report["notes"].append(
-        f"start_n_top {start_n_top}, end_n_top {end_n_top}: from config.json")
+  spec, settings = record.conversion.converted_spec(head, options, settings, weights,
+                                                    described, report["notes"])
   report["task_head"] = described
   report["task_settings"] = settings
   return model, lambda directory, spiece: model_directory.save(model, directory, spec, spiece)
-
-
-def _is_bio(labels: Sequence[str]) -> bool:
-  """Whether tags are a BIO scheme: "O" and B-/I- tags, at least one B-."""
-  return (any(t.startswith("B-") for t in labels) and
-          all(t == "O" or t[:2] in ("B-", "I-") for t in labels))
 
 
 def _convert_pretrained(weights: SourceWeights, report: Dict[str, Any],
@@ -516,7 +418,7 @@ def _checkpoint_keys(prefix: str, model) -> Dict[int, str]:
   return keys
 
 
-def _weight_parity(model, head: Optional[task_heads.Head], weights: SourceWeights,
+def _weight_parity(model, head: Optional[Head], weights: SourceWeights,
                    written: str) -> Dict[str, Any]:
   """max |written - source| over every array the TF1 checkpoint gave (released names; the
   pretraining-only ones it lacks are not counted): `written` (the output's model.ckpt) is
@@ -557,16 +459,13 @@ def _weight_parity(model, head: Optional[task_heads.Head], weights: SourceWeight
   return result
 
 
-# The model card's task (`model_card.render`) of each output kind; the one table for both
-# directions (`to_huggingface` uses it too). A regression classifier's is "regression".
-
-
 def _write_card(directory: str, report: Dict[str, Any], weights: SourceWeights, model,
-                head: Optional[task_heads.Head], architecture: Optional[str]) -> None:
-  kind = report["output_kind"]
-  task = task_kind.get(kind).card_task
-  if head is not None and head.kind == "classifier" and head.is_regression:
-    task = "regression"
+                architecture: Optional[str]) -> None:
+  """The model card of the conversion (`model_card.render`): its task is the kind's card
+  task as the kind's conversion gives it for the converted head (a regression
+  classifier's is "regression")."""
+  record = task_kind.get(report["output_kind"])
+  task = record.conversion.card_task(record.card_task, report.get("task_head") or {})
   labels = (report.get("task_head") or {}).get("labels")
   if weights.kind == "huggingface":
     source = (f"HuggingFace directory {report['source']} ({architecture or 'no architectures'}"
@@ -580,8 +479,8 @@ def _write_card(directory: str, report: Dict[str, Any], weights: SourceWeights, 
                                    f"{text['keep_accents']} ({text['from']})",
              "SentencePiece model": "spiece.model" if report["spiece_model"] else "none",
              "Conversion report": REPORT_FILE}
-  if task_kind.get(kind).card_head:
-    details["Head"] = task_kind.get(kind).card_head
+  if record.conversion.card_head:
+    details["Head"] = record.conversion.card_head
   if report.get("task_settings"):
     details["Task settings"] = json.dumps(report["task_settings"])
   if report.get("saved_model"):
@@ -630,12 +529,10 @@ def check_export_location(export: str, source: str, output: str) -> None:
 
 def _export(kind: str, model_dir: str, export_dir: str, text: Dict[str, Any],
             max_seq_length: Optional[int]) -> None:
-  """The raw-text SavedModel of the model directory `model_dir` (see xlnet_tf/serving)."""
-  options = {}
-  if kind == task_kind.PRETRAINED:         # the encoder's export has a fixed length
-    options = {"max_seq_length": max_seq_length or 128, "lower": text["uncased"],
-               "keep_accents": text["keep_accents"]}
-  task_kind.get(kind).export(model_dir, export_dir, **options)
+  """The raw-text SavedModel of the model directory `model_dir` (see xlnet_tf/serving), with
+  the options the kind's conversion gives it."""
+  record = task_kind.get(kind)
+  record.export(model_dir, export_dir, **record.conversion.export_options(text, max_seq_length))
 
 
 def _text_settings(weights: SourceWeights, options: ConvertOptions) -> Dict[str, Any]:
@@ -727,8 +624,8 @@ def convert(source: str, output: str, overwrite: bool = False,
     if options.summary_type is not None:
       raise ValueError(f"--summary_type {options.summary_type}: a HuggingFace directory's "
                        f"summary comes from its config.json (summary_type)")
-    found = huggingface.identify_hf_head(weights, options.task, options.labels,
-                                         options.task_name)
+    found = hf_heads.identify_hf_head(weights, options.task, options.labels,
+                                      options.task_name)
     head, architecture, head_notes = found.head, found.architecture, found.notes
   elif options.task in task_kind.head_kinds() or (
       options.task == "auto" and not any(n in weights.arrays for n in names.PRETRAINING_ONLY)):
@@ -736,11 +633,9 @@ def convert(source: str, output: str, overwrite: bool = False,
         weights.heads, weights.config, weights.path,
         task="auto" if options.task == "auto" else options.task, task_name=options.task_name,
         summary_type=options.summary_type, labels=options.labels)
-  if head is not None and head.kind in ("squad", "qa_simple"):
-    length = options.max_seq_length or task_kind.get(head.kind).max_seq_length
-    if options.max_query_length + 3 >= length:
-      raise ValueError(f"--max_seq_length {length} leaves no room for the paragraph after "
-                       f"--max_query_length {options.max_query_length} and 3 special tokens")
+  if head is not None:
+    record = task_kind.get(head.kind)
+    record.conversion.check_options(options, options.max_seq_length or record.max_seq_length)
   if head is None:
     unused = [flag for flag, value in (
         ("--task_name", options.task_name), ("--labels", options.labels),
@@ -782,9 +677,9 @@ def convert(source: str, output: str, overwrite: bool = False,
                              f"one to the export")
   report["parameters"] = int(model.count_params())
   if weights.kind == "huggingface":
-    top_k = max(head.start_n_top or 0, head.end_n_top or 0) if head else 0
-    report["parity"] = huggingface.measure_parity(source, architecture, report["output_kind"],
-                                                  model, model.config, top_k)
+    report["parity"] = hf_parity.measure_parity(source, architecture, report["output_kind"],
+                                                model, model.config,
+                                                head.top_k if head else 0)
   parent, base = os.path.split(os.path.abspath(output))
   os.makedirs(parent, exist_ok=True)
   partial = os.path.join(parent, f".{base}.partial-{uuid.uuid4().hex[:12]}")
@@ -797,7 +692,7 @@ def convert(source: str, output: str, overwrite: bool = False,
           model, head, weights, os.path.join(partial, model_directory.CHECKPOINT_PREFIX))
     if report["parity"].get("warning"):
       report["notes"].append(report["parity"]["warning"])
-    _write_card(partial, report, weights, model, head, architecture)   # read by the export
+    _write_card(partial, report, weights, model, architecture)   # read by the export
     if saved_model is not None:
       export_parent, export_base = os.path.split(os.path.abspath(saved_model))
       os.makedirs(export_parent, exist_ok=True)
@@ -808,7 +703,7 @@ def convert(source: str, output: str, overwrite: bool = False,
       export_parity = _card_parity(export_partial)
       if export_parity:
         report["saved_model_parity"] = export_parity
-      _write_card(partial, report, weights, model, head, architecture)
+      _write_card(partial, report, weights, model, architecture)
       shutil.copyfile(os.path.join(partial, model_card.CARD_FILE),
                       os.path.join(export_partial, model_card.CARD_FILE))
     with open(os.path.join(partial, REPORT_FILE), "w", encoding="utf-8") as f:

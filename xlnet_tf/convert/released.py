@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf import released_names as names
+from xlnet_tf.convert import task_heads
 from xlnet_tf.convert.source import SourceWeights
 
 CONFIG_FILE = names.RELEASED_CONFIG_FILE
@@ -49,7 +50,8 @@ def read_released(directory: str, config_path: Optional[str] = None) -> SourceWe
   weights by released name.
 
   Optimizer slots and global_step are dropped; task-head variables of fine-tuned
-  checkpoints are listed in `skipped` and their arrays returned in `heads`.
+  checkpoints (`task_heads.is_task_head`) are listed in `skipped` and their arrays returned
+  in `heads`.
   """
   config = XLNetConfig.from_json_file(config_path or os.path.join(directory, CONFIG_FILE))
   prefix = checkpoint_prefix(directory)
@@ -59,7 +61,7 @@ def read_released(directory: str, config_path: Optional[str] = None) -> SourceWe
     for name in sorted(reader.get_variable_to_shape_map()):
       if names.is_optimizer_or_step(name):
         continue
-      (heads if names.is_task_head(name) else arrays)[name] = reader.get_tensor(name)
+      (heads if task_heads.is_task_head(name) else arrays)[name] = reader.get_tensor(name)
   except (tf.errors.OpError, ValueError) as e:
     detail = e.message if isinstance(e, tf.errors.OpError) else str(e)
     raise ValueError(f"{prefix}: cannot read the TF1 checkpoint ({detail})") from None

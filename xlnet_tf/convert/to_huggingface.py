@@ -3,7 +3,8 @@
   python -m xlnet_tf.convert --to huggingface --source MODEL_DIR --output HF_DIR
 
 MODEL_DIR is one of our model directories (`xlnet_tf.model_directory`); what it holds
-chooses the HuggingFace class written into config.json's `architectures`:
+chooses the HuggingFace class written into config.json's `architectures` (its kind's
+conversion's `hf_architecture_out`, `xlnet_tf.convert.heads`):
 
   xlnet_config.json + model.ckpt            XLNetLMHeadModel (AutoModelForCausalLM)
   ... + classifier.json                     XLNetForSequenceClassification (classification
@@ -38,18 +39,14 @@ was done). The tensors, by our released names (`xlnet_tf.released_names`):
   model/lm_loss/bias                              lm_loss.bias (lm_loss.weight is tied to the
                                                     word embedding: not written, as HF's own
                                                     save_pretrained leaves it out)
-and the task heads (every Dense kernel transposed to [out, in]):
+and the task head by the kind's conversion (`hf_tensors`; every Dense kernel transposed to
+[out, in]), e.g.
   classifier  sequence_summary.summary.{weight,bias} (with the projection), logits_proj.*
-  race        the same, logits_proj with one output
-  tagger      classifier.{weight,bias}
-  qa_simple   qa_outputs.{weight,bias}
   squad       start_logits.dense.*, end_logits.dense_0.*, end_logits.LayerNorm.*,
               end_logits.dense_1.*, answer_class.dense_0.*, answer_class.dense_1.weight
-
-Our summary types "last", "first" and "mean_with_padding" are HF's "last", "first" and
-"mean"; our "mean" (over the real tokens only) and "attn" have no HF equivalent and refuse.
-The summary's activation is HF's `summary_activation` (our "gelu", the tanh approximation,
-is HF's "gelu_new"; our "gelu_exact" HF's "gelu"; "linear" is none).
+with the head's config.json values (`hf_config`). Our summary types "last", "first" and
+"mean_with_padding" are HF's "last", "first" and "mean"; our "mean" (over the real tokens
+only) and "attn" have no HF equivalent and refuse (`heads.summary`).
 
 The output is checked before any work: it must not exist or be an empty directory (with
 `overwrite`, a previous export may be replaced), and must not be, contain or lie inside the
@@ -68,33 +65,30 @@ import uuid
 
 from absl import logging
 import numpy as np
+import tensorflow as tf
 
 from xlnet_tf import model_card
 from xlnet_tf import model_directory
 from xlnet_tf import released_names as names
-from xlnet_tf.convert import importer
-from xlnet_tf.configs import XLNetConfig
-from xlnet_tf.convert import huggingface
-from xlnet_tf.convert import task_heads
-from xlnet_tf.data import tokenization
-from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
-from xlnet_tf import pretrained
 from xlnet_tf import task_kind
+from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.convert import hf_heads
+from xlnet_tf.convert import hf_parity
+from xlnet_tf.convert import hf_weights
+from xlnet_tf.convert import huggingface
+from xlnet_tf.convert import importer
+from xlnet_tf.convert.heads import base
+from xlnet_tf.data import tokenization
 
 CONFIG_FILE = huggingface.CONFIG_FILE
 WEIGHTS_FILE = "model.safetensors"
-assert WEIGHTS_FILE in huggingface.WEIGHT_FILES
+assert WEIGHTS_FILE in hf_weights.WEIGHT_FILES
 TOKENIZER_CONFIG_FILE = huggingface.TOKENIZER_CONFIG_FILE
 SPECIAL_TOKENS_FILE = "special_tokens_map.json"
 REPORT_FILE = importer.REPORT_FILE        # conversion.json, as an import's
 # Everything an export writes (a previous export holds nothing else).
 EXPORT_FILES = (CONFIG_FILE, WEIGHTS_FILE, model_directory.SPIECE_FILE, TOKENIZER_CONFIG_FILE,
                 SPECIAL_TOKENS_FILE, model_card.CARD_FILE, REPORT_FILE)
-
-# Our summary types -> HuggingFace's XLNetSequenceSummary summary_type (`task_heads`).
-HF_SUMMARY_TYPES = task_heads.HF_SUMMARY_TYPES
-# Our summary activations (`sequence_summary.ACTIVATIONS`) -> HF's `summary_activation`.
-HF_SUMMARY_ACTIVATIONS = huggingface.HF_SUMMARY_ACTIVATIONS
 
 # Per layer: (HF name under transformer.layer.{i}., ours under model/transformer/layer_{i}/,
 # transposed).
@@ -127,13 +121,14 @@ assert set(SPECIAL_TOKENS.values()) | set(ADDITIONAL_SPECIAL_TOKENS) == set(_PIE
 _TOKEN_IDS = {f"{name}_id": _SPECIAL_TOKEN_IDS[name]
               for name in ("bos_token", "eos_token", "pad_token")}
 
-NOT_MEASURED = huggingface.NOT_MEASURED
+NOT_MEASURED = hf_parity.NOT_MEASURED
 
 
 # ---- the source --------------------------------------------------------------------------------
 
 def detect_kind(model_dir: str) -> str:
-  """"pretrained", "classifier", "squad", "qa_simple", "race" or "tagger".
+  """The kind of the model directory (`task_kind.of_model_dir`), one HuggingFace has a
+  class for.
 
   Raises:
     FileNotFoundError: `model_dir` is not a directory.
@@ -149,7 +144,7 @@ def detect_kind(model_dir: str) -> str:
     hint = (" (a HuggingFace directory is imported with --to xlnet_tf, not exported)"
             if CONFIG_FILE in found else "")
     exportable = sorted(kind.spec_file for kind in task_kind.kinds()   # HF has their heads
-                        if kind.spec_file and kind.hf_architecture_out)
+                        if kind.spec_file and kind.conversion)
     raise ValueError(
         f"--source {model_dir}: not an xlnet_tf model directory: it has no {missing[0]}. "
         f"Expected {required[0]} and {required[1]} (written by training, xlnet_tf.convert or "
@@ -159,7 +154,7 @@ def detect_kind(model_dir: str) -> str:
     kind = task_kind.of_model_dir(model_dir)
   except ValueError as e:
     raise ValueError(f"--source {e}") from None
-  huggingface.architecture_out(kind.name)          # a kind HF has no class for: why
+  hf_heads.architecture_out(kind.name)             # a kind HF has no class for: why
   return kind.name
 
 
@@ -167,51 +162,12 @@ def _read_spec(model_dir: str, spec_file: str) -> Dict[str, Any]:
   return huggingface.read_json_object(os.path.join(model_dir, spec_file))
 
 
-def _hf_summary_type(model_dir: str, spec_file: str, spec: Dict[str, Any]) -> str:
-  """HF's summary_type for the spec's; raises ValueError naming the spec field."""
-  ours = spec.get("summary_type", "last")
-  if ours not in HF_SUMMARY_TYPES:
-    path = os.path.join(model_dir, spec_file)
-    raise ValueError(
-        f"{path}: summary_type {ours!r} has no HuggingFace equivalent. HuggingFace's "
-        f"XLNetSequenceSummary offers 'last', 'first' and 'mean' (the mean over every "
-        f"position, padding included: our 'mean_with_padding'); our 'mean' averages over the "
-        f"real tokens only and 'attn' pools with attention weights of its own. Only models "
-        f"with summary_type 'last', 'first' or 'mean_with_padding' can be exported")
-  return HF_SUMMARY_TYPES[ours]
-
-
-def _load(model_dir: str, kind: str):
-  """(our model, its spec values) of the model directory."""
-  if kind == task_kind.PRETRAINED:
-    # Not load_pretrained, which refuses non-finite weights by our names: the exporter's
-    # own check names them by their HuggingFace names and --source, for every kind.
-    model = build_pretrainer(model_directory.read_config(model_dir))
-    pretrained.restore_weights(model,
-                               os.path.join(model_dir, model_directory.CHECKPOINT_PREFIX))
-    return model, {}
-  model, spec = model_directory.load(model_dir, task_kind.get(kind).spec_class)
-  return model, dict(spec) if isinstance(spec, dict) else model_directory.spec_values(spec)
-
-
 # ---- our weights -> HuggingFace's tensors ------------------------------------------------
-
-def _value(variable) -> np.ndarray:
-  return np.asarray(variable.numpy(), dtype=np.float32)
-
-
-def _dense(prefix: str, layer, bias: bool = True) -> List[Tuple[str, np.ndarray]]:
-  """A Keras Dense layer as a torch Linear: weight [out, in] (the kernel transposed)."""
-  tensors = [(f"{prefix}.weight", _value(layer.kernel).T)]
-  if bias:
-    tensors.append((f"{prefix}.bias", _value(layer.bias)))
-  return tensors
-
 
 def encoder_tensors(encoder) -> Dict[str, np.ndarray]:
   """HF name -> array for every weight of our `XLNetEncoder` (see the module docstring)."""
   config = encoder.config
-  arrays = {name: _value(v) for name, v in names.encoder_variables(encoder).items()}
+  arrays = {name: base.value(v) for name, v in names.encoder_variables(encoder).items()}
   t = names.TRANSFORMER
   tensors = {"transformer.word_embedding.weight": arrays[f"{t}/word_embedding/lookup_table"],
              "transformer.mask_emb": arrays[names.MASK_EMB]}
@@ -227,34 +183,11 @@ def encoder_tensors(encoder) -> Dict[str, np.ndarray]:
   return tensors
 
 
-def head_tensors(model, kind: str) -> Dict[str, np.ndarray]:
-  """HF name -> array for the head of our model of `kind`."""
-  if kind == "pretrained":
-    return {"lm_loss.bias": _value(model.lm_head.bias)}
-  if kind in ("classifier", "race"):
-    tensors = []
-    if model.use_proj:
-      tensors += _dense("sequence_summary.summary", model.sequence_summary.summary)
-    tensors += _dense("logits_proj", model.logit)
-  elif kind == "tagger":
-    tensors = _dense("classifier", model.classifier)
-  elif kind == "qa_simple":
-    tensors = _dense("qa_outputs", model.qa_outputs)
-  else:
-    head = model.head
-    tensors = (_dense("start_logits.dense", head.start_dense) +
-               _dense("end_logits.dense_0", head.end_dense_0) +
-               [("end_logits.LayerNorm.weight", _value(head.end_layer_norm.gamma)),
-                ("end_logits.LayerNorm.bias", _value(head.end_layer_norm.beta))] +
-               _dense("end_logits.dense_1", head.end_dense_1) +
-               _dense("answer_class.dense_0", head.class_dense_0) +
-               _dense("answer_class.dense_1", head.class_dense_1, bias=False))
-  return dict(tensors)
-
-
 def hf_tensors(model, kind: str) -> Dict[str, np.ndarray]:
-  """Every tensor of the HF model (C-contiguous float32 copies), by HF name."""
-  tensors = {**encoder_tensors(model.encoder), **head_tensors(model, kind)}
+  """Every tensor of the HF model (C-contiguous float32 copies), by HF name: the encoder's
+  and the head's (its kind's conversion's `hf_tensors`)."""
+  tensors = {**encoder_tensors(model.encoder),
+             **task_kind.get(kind).conversion.hf_tensors(model)}
   return {k: np.ascontiguousarray(v, dtype=np.float32).copy() for k, v in tensors.items()}
 
 
@@ -269,52 +202,18 @@ _WRITTEN_DEFAULTS = ("summary_type", "summary_use_proj", "summary_activation",
 
 def hf_config(config: XLNetConfig, kind: str, model, spec: Dict[str, Any],
               source: str) -> Tuple[Dict[str, Any], List[str]]:
-  """(config.json values, notes) for our model of `kind` with `config` and `spec`."""
+  """(config.json values, notes) for our model of `kind` with `config` and `spec` (the
+  head's values are its kind's conversion's, `hf_config`)."""
   values = config.to_hf_dict()          # checked by `export_to_huggingface`
   notes = []
   values.update(
       {k: v for k, v in huggingface.HF_DEFAULTS.items() if k in _WRITTEN_DEFAULTS},
-      architectures=[huggingface.architecture_out(kind)], model_type="xlnet", d_head=config.d_head,
-      tie_word_embeddings=True, dtype="float32", **_TOKEN_IDS)
+      architectures=[hf_heads.architecture_out(kind)], model_type="xlnet",
+      d_head=config.d_head, tie_word_embeddings=True, dtype="float32", **_TOKEN_IDS)
   if config.dropatt != config.dropout:
     notes.append(f"dropatt {config.dropatt} is not carried over: HuggingFace's XLNet drops "
                  f"attention probabilities at `dropout` ({config.dropout}) too")
-  if kind in ("classifier", "race"):
-    spec_file = task_kind.get(kind).spec_file
-    # HF applies summary_activation with or without the projection, as ours does.
-    activation = model.sequence_summary.activation
-    if activation not in HF_SUMMARY_ACTIVATIONS:
-      raise ValueError(f"{os.path.join(source, spec_file)}: summary_activation "
-                       f"{activation!r} has no HuggingFace name; expected one of "
-                       f"{sorted(HF_SUMMARY_ACTIVATIONS)}")
-    values.update(summary_type=_hf_summary_type(source, spec_file, spec),
-                  summary_use_proj=bool(model.use_proj),
-                  summary_activation=HF_SUMMARY_ACTIVATIONS[activation],
-                  summary_last_dropout=float(model.dropout_rate))
-  if kind == "classifier":
-    values["finetuning_task"] = spec["task_name"]
-    if spec.get("is_regression"):
-      labels = ["LABEL_0"]
-      values["problem_type"] = "regression"
-    else:
-      labels = [str(label) for label in spec["labels"]]
-      values["problem_type"] = "single_label_classification"
-    values["id2label"] = {str(i): label for i, label in enumerate(labels)}
-    values["label2id"] = {label: i for i, label in enumerate(labels)}
-  elif kind == "tagger":
-    values["finetuning_task"] = spec["task_name"]
-    labels = [str(label) for label in spec["labels"]]
-    values["id2label"] = {str(i): label for i, label in enumerate(labels)}
-    values["label2id"] = {label: i for i, label in enumerate(labels)}
-  elif kind == "squad":
-    values.update(start_n_top=int(model.head.start_n_top), end_n_top=int(model.head.end_n_top))
-    notes.append("answer class: HuggingFace's XLNetForQuestionAnswering has no dropout in it"
-                 + ("" if model.head.answer_class_start == "gold" else
-                    " and, in training, reads the gold start's state (this model: the "
-                    "expected start, as released)")
-                 + "; inference is the same computation")
-  elif kind == "qa_simple":
-    values.update(start_n_top=int(model.start_n_top), end_n_top=int(model.end_n_top))
+  values.update(task_kind.get(kind).conversion.hf_config(model, spec, source, notes))
   return dict(sorted(values.items())), notes
 
 
@@ -398,7 +297,7 @@ def source_licence(model_dir: str) -> str:
 def _probe_inputs(kind: str, config: XLNetConfig) -> Dict[str, np.ndarray]:
   """A small fixed batch: two rows [A <sep> B <sep> <cls>], the second left-padded (with
   attn_type "uni" without padding: HF's XLNet cannot combine its causal mask with an
-  input_mask)."""
+  input_mask), as the kind's conversion makes it its own (`export_probe`)."""
   rng = np.random.default_rng(20240611)
   batch, length = 2, 9
   ids = rng.integers(0, config.n_token, [batch, length])
@@ -409,14 +308,7 @@ def _probe_inputs(kind: str, config: XLNetConfig) -> Dict[str, np.ndarray]:
     pad[1, :2] = 1.0
     segments[1, :2] = 4
     inputs["input_mask"] = pad
-  if kind == "race":
-    inputs = {k: np.stack([v, v[::-1]], axis=1) for k, v in inputs.items()}   # [B, 2, T]
-    inputs["input_ids"][:, 1, -3:-1] = rng.integers(0, config.n_token, [batch, 2])
-  if kind == "squad":
-    p_mask = pad.copy()
-    p_mask[:, [3, 7]] = 1.0
-    inputs.update(p_mask=p_mask, cls_index=np.full([batch], length - 1))
-  return inputs
+  return task_kind.get(kind).conversion.export_probe(inputs, pad, rng, config)
 
 
 def measure_parity(model, kind: str, hf_dir: str) -> Tuple[Optional[float], str]:
@@ -433,8 +325,7 @@ def measure_parity(model, kind: str, hf_dir: str) -> Tuple[Optional[float], str]
     import transformers
   except ImportError:
     return None, NOT_MEASURED
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  hf_class = getattr(transformers, huggingface.architecture_out(kind))
+  hf_class = getattr(transformers, hf_heads.architecture_out(kind))
   hf_model, info = hf_class.from_pretrained(hf_dir, output_loading_info=True)
   problems = {k: v for k, v in info.items() if v}
   if problems:
@@ -442,7 +333,7 @@ def measure_parity(model, kind: str, hf_dir: str) -> Tuple[Optional[float], str]
                      f"directory with {problems}; nothing was written")
   hf_model.eval()
   try:
-    pairs = _probe_pairs(model, kind, hf_model, torch, tf)
+    pairs = _probe_pairs(model, kind, hf_model, torch)
   except RuntimeError as e:     # torch's errors (e.g. an HF limitation on some options)
     detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     logging.warning("%s: HuggingFace's forward pass failed on the probe batch: %s", hf_dir,
@@ -461,91 +352,40 @@ def measure_parity(model, kind: str, hf_dir: str) -> Tuple[Optional[float], str]
                  f"measured at export)")
 
 
-def _probe_pairs(model, kind: str, hf_model, torch, tf):
-  """[(what, ours, HF's)] on `_probe_inputs`; None if the SQuAD top-k positions differ."""
+def _probe_pairs(model, kind: str, hf_model, torch):
+  """[(what, ours, HF's)] on `_probe_inputs` (its kind's conversion's `export_pairs`); None
+  if the SQuAD top-k positions differ."""
   inputs = _probe_inputs(kind, model.config)
   torch_in = dict(input_ids=torch.as_tensor(inputs["input_ids"], dtype=torch.long),
                   token_type_ids=torch.as_tensor(inputs["segment_ids"], dtype=torch.long))
   if "input_mask" in inputs:
     torch_in["input_mask"] = torch.as_tensor(inputs["input_mask"], dtype=torch.float32)
   feed = {k: tf.constant(v) for k, v in inputs.items()}
-  pairs = []
   with torch.no_grad():
-    if kind == "squad":
-      p_mask = torch.as_tensor(inputs["p_mask"], dtype=torch.float32)
-      out = hf_model(**torch_in, p_mask=p_mask,
-                     cls_index=torch.as_tensor(inputs["cls_index"], dtype=torch.long))
-      ours = model(feed, training=False)
-      k1, k2 = hf_model.start_n_top, hf_model.end_n_top
-      # HF's "log probs" are probabilities, its end top-k [B, K2 * K1] end-major.
-      hf_end_index = out.end_top_index.view(-1, k2, k1).transpose(1, 2).numpy()
-      hf_end_probs = out.end_top_log_probs.view(-1, k2, k1).transpose(1, 2).numpy()
-      if not (np.array_equal(ours["start_top_index"].numpy(), out.start_top_index.numpy())
-              and np.array_equal(ours["end_top_index"].numpy(), hf_end_index)):
-        return None
-      hidden = hf_model.transformer(**torch_in)[0]
-      real = inputs["p_mask"] == 0
-      pairs += [("start logits", ours["start_logits"].numpy()[real],
-                 hf_model.start_logits(hidden, p_mask=p_mask).numpy()[real]),
-                ("start probabilities", np.exp(ours["start_top_log_probs"].numpy()),
-                 out.start_top_log_probs.numpy()),
-                ("end probabilities", np.exp(ours["end_top_log_probs"].numpy()), hf_end_probs),
-                ("answer-class logits", ours["cls_logits"].numpy(), out.cls_logits.numpy())]
-    elif kind == "qa_simple":
-      ours, out = model(feed, training=False), hf_model(**torch_in)
-      pairs += [("start logits", ours["start_logits"].numpy(), out.start_logits.numpy()),
-                ("end logits", ours["end_logits"].numpy(), out.end_logits.numpy())]
-    else:
-      pairs.append(("logits", model(feed, training=False)["logits"].numpy(),
-                    hf_model(**torch_in).logits.numpy()))
-      if kind == "pretrained":        # the query stream at two targets
-        batch, length = inputs["input_ids"].shape
-        mapping = np.zeros([batch, 2, length], np.float32)
-        mapping[:, 0, 2] = mapping[:, 1, 6] = 1.0
-        extra = {"target_mapping": mapping}
-        if model.config.attn_type != "uni":      # HF: no perm_mask with the causal mask
-          perm = np.zeros([batch, length, length], np.float32)
-          perm[:, :, [2, 6]] = 1.0                # the targets are hidden from everyone
-          extra["perm_mask"] = perm
-        query = model({**feed, **{k: tf.constant(v) for k, v in extra.items()}},
-                      training=False)["logits"]
-        hf_query = hf_model(**torch_in, **{k: torch.as_tensor(v) for k, v in extra.items()})
-        pairs.append(("query-stream logits", query.numpy(), hf_query.logits.numpy()))
-  return pairs
+    return task_kind.get(kind).conversion.export_pairs(model, hf_model, inputs, torch_in,
+                                                       feed, torch)
 
 
 def _card(model_dir: str, kind: str, config: XLNetConfig, spec: Dict[str, Any],
           licence: str, parity: str, files: List[str], hf_values: Dict[str, Any]) -> str:
-  task = task_kind.get(kind).card_task
-  labels = None
-  if kind == "classifier":
-    if spec.get("is_regression"):
-      task = "regression"
-    else:
-      labels = list(spec["labels"])
-  elif kind == "tagger":
-    labels = list(spec["labels"])
-  what = {"pretrained": "pretrained (LM head)",
-          "classifier": f"{spec.get('task_name')} {task}", "squad": "SQuAD",
-          "qa_simple": "span QA (simple head)",
-          "race": "RACE multiple choice", "tagger": f"{spec.get('task_name')} tagger"}[kind]
+  record = task_kind.get(kind)
+  task = record.conversion.card_task(record.card_task, spec)
+  labels = spec.get("labels")
+  labels = list(labels) if labels is not None else None
+  what = record.conversion.card_title(spec, task)
   if licence == "apache-2.0" and model_card.read_hf_licence(model_dir) is None:
     shown_licence = model_card.RELEASED_LICENCE
   elif licence == "unknown":
     shown_licence = "unknown: see the source"
   else:
     shown_licence = licence
-  details = {"HuggingFace class": f"{huggingface.architecture_out(kind)} (transformers)",
+  details = {"HuggingFace class": f"{hf_heads.architecture_out(kind)} (transformers)",
              "Files": ", ".join(files)}
-  if task_kind.get(kind).card_head:
-    details["Head"] = task_kind.get(kind).card_head
+  if record.conversion.card_head:
+    details["Head"] = record.conversion.card_head
   if spec.get("max_seq_length"):
     details["Fine-tuned with max_seq_length"] = spec["max_seq_length"]
-  if kind in ("classifier", "race"):
-    details["Summary"] = (f"summary_type {hf_values['summary_type']} (ours: "
-                          f"{spec.get('summary_type', 'last')})"
-                          f"{', projection' if hf_values['summary_use_proj'] else ''}, "
-                          f"summary_activation {hf_values['summary_activation']}")
+  details.update(record.conversion.card_details(spec, hf_values))
   body = model_card.render(
       title=f"XLNet {what} ({config.n_layer} layers, d_model {config.d_model}), "
             f"HuggingFace layout",
@@ -574,8 +414,8 @@ def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) 
   kind = detect_kind(model_dir)
   spec_file = task_kind.get(kind).spec_file
   spec = _read_spec(model_dir, spec_file) if spec_file else {}
-  if kind in ("classifier", "race"):
-    _hf_summary_type(model_dir, spec_file, spec)          # refuse before loading anything
+  # A spec HF has no equivalent of is refused before anything is loaded.
+  task_kind.get(kind).conversion.check_exportable(model_dir, spec)
   config = model_directory.read_config(model_dir)
   try:
     config.to_hf_dict()
@@ -586,7 +426,7 @@ def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) 
   pieces = _check_spiece(spiece, config.n_token) if spiece else None
   text = model_directory.read_text_settings(model_dir)    # the spec's, or text.json's
 
-  model, spec = _load(model_dir, kind)
+  model, spec = task_kind.get(kind).conversion.load_model_dir(model_dir)   # the spec values
   tensors = hf_tensors(model, kind)
   bad = sorted(k for k, v in tensors.items() if not np.all(np.isfinite(v)))
   if bad:
@@ -626,7 +466,7 @@ def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) 
     report = {
         "source": os.path.abspath(model_dir), "source_kind": "xlnet_tf",
         "source_model": kind, "output_kind": "huggingface",
-        "architecture": huggingface.architecture_out(kind), "tensors": len(tensors),
+        "architecture": hf_heads.architecture_out(kind), "tensors": len(tensors),
         "parameters": int(sum(v.size for v in tensors.values())),
         "spiece_model": spiece is not None, "spiece_pieces": pieces,
         "licence": licence, "parity": parity, "max_abs_diff": worst, "notes": notes,
@@ -645,8 +485,8 @@ def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) 
   except BaseException:
     shutil.rmtree(partial, ignore_errors=True)
     raise
-  if worst is not None and worst > huggingface.PARITY_TOLERANCE:
+  if worst is not None and worst > hf_parity.PARITY_TOLERANCE:
     logging.warning("%s: %s", output, parity)
   logging.info("exported %s (%s) to %s (%s, %d tensors); parity: %s", model_dir, kind, output,
-               huggingface.architecture_out(kind), len(tensors), parity)
+               hf_heads.architecture_out(kind), len(tensors), parity)
   return report

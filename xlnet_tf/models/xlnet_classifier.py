@@ -12,8 +12,10 @@ mem_len > 0): the summary reads the last segment, which ends with the layout's
   >>> model({"input_ids": ids, "segment_ids": seg, "input_mask": pad})   # each [B, K, S]
 
 Released fine-tuned checkpoints name the head `model/sequnece_summary/summary/{kernel,bias}`
-(the typo is theirs) and `model/classification_<task>/logit/{kernel,bias}` (or
-`regression_<task>`); `released_head_variables` maps those names to our variables.
+(the typo is theirs; `SUMMARY_ATTENTION` with summary_type attn) and
+`model/classification_<task>/logit/{kernel,bias}` (or `regression_<task>`);
+`released_head_variables` maps those names to our variables (the RACE model's summary
+too: `summary_variables`).
 """
 
 import dataclasses
@@ -28,8 +30,17 @@ from xlnet_tf.models.encoder_model import EncoderModel
 from xlnet_tf.layers.initializers import normal_initializer
 from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.layers.sequence_summary import SequenceSummary
+from xlnet_tf.models.head_spec import HeadSpec
 from xlnet_tf.networks.document_reader import read_document
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
+
+# The sequence summary of the original's fine-tuning graphs (xlnet.py get_pooled_out ->
+# modeling.summarize_sequence): under "model/", in a scope whose name the original misspells.
+SUMMARY = "model/sequnece_summary"
+SUMMARY_PROJECTION = (f"{SUMMARY}/summary/kernel", f"{SUMMARY}/summary/bias")
+SUMMARY_ATTENTION = (f"{SUMMARY}/summary_bias",
+                     *(f"{SUMMARY}/abs_attn/{p}/kernel" for p in "qkvo"),
+                     f"{SUMMARY}/abs_attn/LayerNorm/gamma", f"{SUMMARY}/abs_attn/LayerNorm/beta")
 
 
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
@@ -104,12 +115,14 @@ class XLNetClassifier(EncoderModel):
 
 
 @dataclasses.dataclass(frozen=True)
-class ClassifierSpec:
+class ClassifierSpec(HeadSpec):
   """What a classifier predicts and how its inputs are made (its model directory's
   classifier.json)."""
   FILE: ClassVar[str] = "classifier.json"
   WRITTEN_BY: ClassVar[str] = ("the xlnet/classification task (run_classifier, "
                                "experiments.train) or xlnet_tf.convert")
+  OPTIONAL_FIELDS: ClassVar[Mapping[str, Any]] = {"summary_activation": None,
+                                                  "keep_accents": False, "mem_len": 0}
   task_name: str
   labels: Optional[Sequence[str]]          # None for regression
   is_regression: bool = False
@@ -157,15 +170,28 @@ def build_classifier(config: XLNetConfig, num_classes: int, mem_len: Optional[in
   return model
 
 
-def released_head_variables(model: XLNetClassifier, task_name: str) -> Dict[str, tf.Variable]:
-  """Released (TF1) name -> variable of the classification head."""
-  scope = f"model/{'regression' if model.is_regression else 'classification'}_{task_name}"
-  names = {f"{scope}/logit/kernel": model.logit.kernel,
-           f"{scope}/logit/bias": model.logit.bias}
-  if model.use_proj:
-    names["model/sequnece_summary/summary/kernel"] = model.sequence_summary.summary.kernel
-    names["model/sequnece_summary/summary/bias"] = model.sequence_summary.summary.bias
+def classification_scope(task_name: str, is_regression: bool = False) -> str:
+  """model/classification_<task> (model/regression_<task>): the logit layer's scope."""
+  return f"model/{'regression' if is_regression else 'classification'}_{task_name}"
+
+
+def summary_variables(summary: SequenceSummary) -> Dict[str, tf.Variable]:
+  """Released name -> variable of a built `SequenceSummary` (projection, attn pooling)."""
+  names = {}
+  if summary.use_proj:
+    names.update(zip(SUMMARY_PROJECTION, (summary.summary.kernel, summary.summary.bias)))
+  if summary.summary_type == "attn":
+    names.update(zip(SUMMARY_ATTENTION, (
+        summary.summary_bias, summary.q_kernel, summary.k_kernel, summary.v_kernel,
+        summary.o_kernel, summary.attn_layer_norm.gamma, summary.attn_layer_norm.beta)))
   return names
+
+
+def released_head_variables(model: XLNetClassifier, task_name: str) -> Dict[str, tf.Variable]:
+  """Released (TF1) name -> variable of the classification head (summary + logit layer)."""
+  scope = classification_scope(task_name, model.is_regression)
+  return {**summary_variables(model.sequence_summary),
+          f"{scope}/logit/kernel": model.logit.kernel, f"{scope}/logit/bias": model.logit.bias}
 
 
 def load_released_classifier(model: XLNetClassifier, prefix: str, task_name: str) -> None:

@@ -23,6 +23,7 @@ import tensorflow as tf
 import tf_keras
 
 from xlnet_tf.configs import XLNetConfig
+from xlnet_tf.models.head_spec import HeadSpec
 from xlnet_tf.models.xlnet_classifier import XLNetClassifier
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
 
@@ -86,11 +87,13 @@ class XLNetMultipleChoice(XLNetClassifier):
 
 
 @dataclasses.dataclass(frozen=True)
-class RaceSpec:
+class RaceSpec(HeadSpec):
   """What a fine-tuned RACE model reads and how it is built (its model directory's
   race.json)."""
   FILE: ClassVar[str] = "race.json"
   WRITTEN_BY: ClassVar[str] = "the xlnet/race task (run_race --do_train, experiments.train)"
+  OPTIONAL_FIELDS: ClassVar[Mapping[str, Any]] = {"summary_activation": None,
+                                                  "keep_accents": False}
   task: str = "race"
   max_seq_length: int = 512
   max_qa_length: int = 128

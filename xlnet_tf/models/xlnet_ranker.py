@@ -32,6 +32,7 @@ from xlnet_tf.layers.kernel_pooling import KernelPooling
 from xlnet_tf.layers.kernel_pooling import knrm_kernels
 from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.models.encoder_model import EncoderModel
+from xlnet_tf.models.head_spec import HeadSpec
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
 from xlnet_tf.networks.xlnet_encoder import check_hidden_state
 from xlnet_tf.networks.xlnet_encoder import is_word_embedding_state
@@ -97,7 +98,7 @@ class XLNetRanker(EncoderModel):
 
 
 @dataclasses.dataclass(frozen=True)
-class RankerSpec:
+class RankerSpec(HeadSpec):
   """How a ranker's embeddings are made (its model directory's ranker.json).
 
   embedding_layer: the encoder's hidden state the token embeddings are (-1: last layer;
@@ -112,6 +113,7 @@ class RankerSpec:
   """
   FILE: ClassVar[str] = "ranker.json"
   WRITTEN_BY: ClassVar[str] = "the xlnet/ranking task"
+  OPTIONAL_FIELDS: ClassVar[Mapping[str, Any]] = {"keep_accents": False}
   embedding_layer: int = -1
   max_seq_length: int = 512
   mem_len: int = 512

@@ -28,6 +28,7 @@ from xlnet_tf.layers.initializers import normal_initializer
 from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.masks import large_negative
 from xlnet_tf.models.encoder_model import EncoderModel
+from xlnet_tf.models.head_spec import HeadSpec
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
 
 ENCODER_INPUTS = ("input_ids", "segment_ids", "input_mask")
@@ -92,12 +93,13 @@ class XLNetSimpleQA(EncoderModel):
 
 
 @dataclasses.dataclass(frozen=True)
-class SimpleQASpec:
+class SimpleQASpec(HeadSpec):
   """A span QA model with HF's simple head (`XLNetSimpleQA`, its model directory's
   qa_simple.json): the SQuAD window settings of its export (SQuAD v1.1: the head has no
   answer class)."""
   FILE: ClassVar[str] = "qa_simple.json"
   WRITTEN_BY: ClassVar[str] = "xlnet_tf.convert"
+  OPTIONAL_FIELDS: ClassVar[Mapping[str, Any]] = {"keep_accents": False}
   max_seq_length: int = 512
   max_query_length: int = 64
   doc_stride: int = 128

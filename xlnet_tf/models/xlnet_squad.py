@@ -5,8 +5,8 @@
   >>> model(batch)                   # without: top-k starts, ends per start, cls logits
 
 Inputs: input_ids, segment_ids, input_mask, p_mask [B, T]; cls_index [B]; for training
-start_positions [B]. The head's variables carry the released names (`start_logits/...`,
-`end_logits/...`, `answer_class/...`).
+start_positions [B]. The head's variables carry the released names (`SQUAD_HEAD`:
+`start_logits/...`, `end_logits/...`, `answer_class/...`).
 """
 
 from typing import Any, ClassVar, Dict, Mapping, Optional
@@ -18,9 +18,18 @@ from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.models.encoder_model import EncoderModel
 from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.layers.squad_head import SquadHead
+from xlnet_tf.models.head_spec import HeadSpec
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
 
 ENCODER_INPUTS = ("input_ids", "segment_ids", "input_mask")
+# The head's variables in the original's run_squad.py (get_qa_outputs: top-level scopes,
+# tf.layers.dense's default and explicit names).
+SQUAD_HEAD = ("start_logits/dense/kernel", "start_logits/dense/bias",
+              "end_logits/dense_0/kernel", "end_logits/dense_0/bias",
+              "end_logits/LayerNorm/gamma", "end_logits/LayerNorm/beta",
+              "end_logits/dense_1/kernel", "end_logits/dense_1/bias",
+              "answer_class/dense_0/kernel", "answer_class/dense_0/bias",
+              "answer_class/dense_1/kernel")                  # dense_1: no bias
 
 
 @tf_keras.utils.register_keras_serializable(package="xlnet_tf")
@@ -57,7 +66,7 @@ class XLNetForSquad(EncoderModel):
             "answer_class_start": self.head.answer_class_start, "name": self.name}
 
 
-class SquadSpec(dict):
+class SquadSpec(HeadSpec, dict):
   """A SQuAD model's squad.json: the window settings of its task and export
   (max_seq_length, max_query_length, doc_stride, version_2, ...), the candidates its head
   searches (start_n_top, end_n_top; default 5 x 5), the answer class's start
@@ -72,6 +81,10 @@ class SquadSpec(dict):
   def from_values(cls, values: Mapping[str, Any], source: str = "") -> "SquadSpec":
     del source
     return cls(values)
+
+  def to_values(self) -> Dict[str, Any]:
+    """squad.json's values: the dict as it is."""
+    return dict(self)
 
   def build_model(self, config: XLNetConfig, start_n_top: Optional[int] = None,
                   end_n_top: Optional[int] = None) -> "XLNetForSquad":
@@ -93,15 +106,15 @@ def build_squad_model(config: XLNetConfig, start_n_top: int = 5, end_n_top: int 
   return model
 
 
-def released_squad_head_variables(model: XLNetForSquad) -> Dict[str, Any]:
-  """Released (TF1 run_squad) name -> variable of the SQuAD head."""
+def released_head_variables(model: XLNetForSquad) -> Dict[str, Any]:
+  """Released (TF1 run_squad) name -> variable of the SQuAD head (`SQUAD_HEAD`)."""
   head = model.head
-  names = {}
-  for layer in (head.start_dense, head.end_dense_0, head.end_layer_norm, head.end_dense_1,
-                head.class_dense_0, head.class_dense_1):
-    for variable in layer.weights:
-      names[f"{layer.name}/{variable.name.split('/')[-1].split(':')[0]}"] = variable
-  return names
+  return dict(zip(SQUAD_HEAD, (
+      head.start_dense.kernel, head.start_dense.bias,
+      head.end_dense_0.kernel, head.end_dense_0.bias,
+      head.end_layer_norm.gamma, head.end_layer_norm.beta,
+      head.end_dense_1.kernel, head.end_dense_1.bias,
+      head.class_dense_0.kernel, head.class_dense_0.bias, head.class_dense_1.kernel)))
 
 
 def load_released_squad(model: XLNetForSquad, prefix: str) -> None:
@@ -109,5 +122,5 @@ def load_released_squad(model: XLNetForSquad, prefix: str) -> None:
   (`model/transformer/...`) and the head (`start_logits/...`, `end_logits/...`,
   `answer_class/...`). Raises ValueError naming the checkpoint and the variable."""
   targets = {**released_names.encoder_variables(model.encoder),
-             **released_squad_head_variables(model)}
+             **released_head_variables(model)}
   released_names.load_released_checkpoint(prefix, targets)

@@ -27,6 +27,7 @@ from xlnet_tf.layers.initializers import normal_initializer
 from xlnet_tf.layers.scoped_build import build_in_scope
 from xlnet_tf.layers.step_dropout import StepDropout
 from xlnet_tf.models.encoder_model import EncoderModel
+from xlnet_tf.models.head_spec import HeadSpec
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
 
 
@@ -79,11 +80,12 @@ class XLNetTagger(EncoderModel):
 
 
 @dataclasses.dataclass(frozen=True)
-class TaggerSpec:
+class TaggerSpec(HeadSpec):
   """What a tagger predicts and how its inputs are made (its model directory's
   tagger.json)."""
   FILE: ClassVar[str] = "tagger.json"
   WRITTEN_BY: ClassVar[str] = "the xlnet/tagging task"
+  OPTIONAL_FIELDS: ClassVar[Mapping[str, Any]] = {"keep_accents": False}
   task_name: str
   labels: Sequence[str]                 # tag strings in id order
   max_seq_length: int = 128

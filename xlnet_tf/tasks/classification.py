@@ -42,7 +42,7 @@ from xlnet_tf.tasks import base
 from xlnet_tf.training import collapse
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf.models.xlnet_classifier import XLNetClassifier
-from xlnet_tf import released_names
+from xlnet_tf.convert.heads.classifier import ClassifierConversion
 from xlnet_tf import task_kind
 from xlnet_tf.training import model_functions
 
@@ -149,11 +149,7 @@ KIND = task_kind.register(task_kind.TaskKind(
                                    "or model/regression_<task>/logit)",
     model_class=XLNetClassifier, build_model=build_classifier, spec_class=ClassifierSpec,
     card_task="classification", export=classifier_export.export_classifier,
-    released_head="model/sequnece_summary/summary/{kernel,bias} + "
-                  "model/classification_<task>/logit/{kernel,bias} (or regression_<task>)",
-    head_variables=released_names.classifier_head_variables,
-    hf_architectures_in=("XLNetForSequenceClassification",),
-    hf_architecture_out="XLNetForSequenceClassification",
+    conversion=ClassifierConversion(),
     max_seq_length=128, experiment="xlnet/classification"))
 
 

@@ -39,6 +39,7 @@ from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.models.xlnet_pretrainer import objective_attn_type
 from xlnet_tf.models.xlnet_pretrainer import XLNetPretrainer
 from xlnet_tf import task_kind
+from xlnet_tf.convert.heads.pretrained import PretrainedConversion
 from xlnet_tf.serving import encoder_export
 from xlnet_tf.tasks import base
 from xlnet_tf.data import pretrain_records
@@ -125,10 +126,7 @@ KIND = task_kind.register(task_kind.TaskKind(
                                            "the word embedding)",
     model_class=XLNetPretrainer, build_model=build_pretrainer, spec_class=None,
     card_task="pretrained", export=encoder_export.export_encoder,
-    released_head="model/lm_loss/bias (the LM head's bias; its weight is the embedding)",
-    head_variables=None,
-    hf_architectures_in=("XLNetLMHeadModel", "XLNetModel"),
-    hf_architecture_out="XLNetLMHeadModel",
+    conversion=PretrainedConversion(),
     experiment="xlnet/pretraining"))
 
 

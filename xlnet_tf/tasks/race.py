@@ -45,7 +45,7 @@ from xlnet_tf.serving import race_export
 from xlnet_tf.tasks import base
 from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
 from xlnet_tf.models.xlnet_multiple_choice import XLNetMultipleChoice
-from xlnet_tf import released_names
+from xlnet_tf.convert.heads.race import RaceConversion
 from xlnet_tf import task_kind
 from xlnet_tf.training import model_functions
 
@@ -121,10 +121,7 @@ KIND = task_kind.register(task_kind.TaskKind(
     name="race", description="RACE head (logits/dense)",
     model_class=XLNetMultipleChoice, build_model=build_multiple_choice, spec_class=RaceSpec,
     card_task="multiple_choice", export=race_export.export_race,
-    released_head="model/sequnece_summary/summary/{kernel,bias} + logits/dense/{kernel,bias}",
-    head_variables=lambda model, task_name: released_names.race_head_variables(model),
-    hf_architectures_in=("XLNetForMultipleChoice",),
-    hf_architecture_out="XLNetForMultipleChoice",
+    conversion=RaceConversion(),
     max_seq_length=512, experiment="xlnet/race"))
 
 

@@ -78,21 +78,11 @@ def ranking_loss(outputs, batch):
   return tf.reduce_sum(hinge), tf.cast(tf.shape(scores)[0], tf.float32)
 
 
-def ranker_head_variables(model, task_name) -> Dict[str, tf.Variable]:
-  """Converted name -> variable of a ranker's head (the original has no ranking head: a
-  ranker is trained here, its head read back from our own checkpoints)."""
-  del task_name
-  return {"score/kernel": model.score.kernel, "score/bias": model.score.bias}
-
-
 KIND = task_kind.register(task_kind.TaskKind(
     name="ranker", description="K-NRM ranking head over frozen token embeddings "
                                "(kernel_pooling, score/{kernel,bias})",
     model_class=XLNetRanker, build_model=build_ranker, spec_class=RankerSpec,
-    card_task="ranking", export=ranker_export.export_ranker,
-    released_head="none (the paper's ranker was not released): score/{kernel,bias}",
-    head_variables=ranker_head_variables, hf_architectures_in=(),
-    hf_architecture_out=None,
+    card_task="ranking", export=ranker_export.export_ranker, conversion=None,
     hf_not_exportable="HuggingFace has no kernel-pooling ranking head for XLNet",
     max_seq_length=512, experiment="xlnet/ranking"))
 

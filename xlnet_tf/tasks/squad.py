@@ -70,7 +70,8 @@ from xlnet_tf.models.xlnet_squad import XLNetForSquad
 from xlnet_tf.models.xlnet_simple_qa import SimpleQASpec
 from xlnet_tf.models.xlnet_simple_qa import XLNetSimpleQA
 from xlnet_tf.models.xlnet_simple_qa import build_simple_qa
-from xlnet_tf import released_names
+from xlnet_tf.convert.heads.squad import SimpleQAConversion
+from xlnet_tf.convert.heads.squad import SquadConversion
 from xlnet_tf import task_kind
 from xlnet_tf.training import model_functions
 
@@ -194,12 +195,7 @@ def squad_loss_sum(outputs, batch, answer_class: bool = True):
 KIND = task_kind.register(task_kind.TaskKind(
     name="squad", description="SQuAD head (start_logits/, end_logits/, answer_class/)",
     model_class=XLNetForSquad, build_model=build_squad_model, spec_class=SquadSpec,
-    card_task="squad", export=squad_export.export_squad_dir,
-    released_head="start_logits/dense, end_logits/{dense_0,LayerNorm,dense_1}, "
-                  "answer_class/{dense_0,dense_1}",
-    head_variables=lambda model, task_name: released_names.squad_head_variables(model),
-    hf_architectures_in=("XLNetForQuestionAnswering",),
-    hf_architecture_out="XLNetForQuestionAnswering",
+    card_task="squad", export=squad_export.export_squad_dir, conversion=SquadConversion(),
     max_seq_length=512, experiment="xlnet/squad"))
 
 
@@ -219,12 +215,7 @@ QA_SIMPLE_KIND = task_kind.register(task_kind.TaskKind(
                                   "XLNetForQuestionAnsweringSimple; the original has none)",
     model_class=XLNetSimpleQA, build_model=build_simple_qa, spec_class=SimpleQASpec,
     card_task="squad", export=squad_export.export_qa_simple,
-    released_head="qa_outputs/{kernel,bias} (no released head; HuggingFace's qa_outputs)",
-    head_variables=lambda model, task_name: released_names.qa_simple_head_variables(model),
-    hf_architectures_in=("XLNetForQuestionAnsweringSimple",),
-    hf_architecture_out="XLNetForQuestionAnsweringSimple", max_seq_length=512,
-    card_head="simple span head: start and end logits, no answer class (HuggingFace's "
-              "XLNetForQuestionAnsweringSimple)"))
+    conversion=SimpleQAConversion(), max_seq_length=512))
 
 
 @task_factory.register_task_cls(SquadConfig)

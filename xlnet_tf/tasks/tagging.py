@@ -47,7 +47,7 @@ from xlnet_tf.tasks import base
 from xlnet_tf.models import losses
 from xlnet_tf.models.xlnet_tagger import TaggerSpec
 from xlnet_tf.models.xlnet_tagger import XLNetTagger
-from xlnet_tf import released_names
+from xlnet_tf.convert.heads.tagger import TaggerConversion
 from xlnet_tf import task_kind
 from xlnet_tf.training import model_functions
 
@@ -147,10 +147,7 @@ KIND = task_kind.register(task_kind.TaskKind(
                                "XLNetForTokenClassification; the original has none)",
     model_class=XLNetTagger, build_model=build_tagger, spec_class=TaggerSpec,
     card_task="token_classification", export=tagger_export.export_tagger,
-    released_head="classifier/{kernel,bias} (no released head; HuggingFace's classifier)",
-    head_variables=lambda model, task_name: released_names.tagger_head_variables(model),
-    hf_architectures_in=("XLNetForTokenClassification",),
-    hf_architecture_out="XLNetForTokenClassification",
+    conversion=TaggerConversion(),
     max_seq_length=128, experiment="xlnet/tagging"))
 
 
