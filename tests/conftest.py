@@ -4,15 +4,14 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
 # Every task kind registered (`xlnet_tf.task_kind`), as the driver and the command lines
 # have them: the converters, the model directory loader and the presets read the records.
 from xlnet_tf import task_kind  # noqa: E402
 from xlnet_tf.tasks import all_tasks  # noqa: E402,F401
+import kind_tests  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -50,58 +49,7 @@ def pretraining_records(spiece_model, tmp_path_factory):
   return directory, inputs
 
 
-# ---- the tasks: one demo-size run per trained task kind, parametrized over the registry ------
-
-def _finetuning_override(spiece_model):
-  """A fine-tuning demo on the bundled data: the tests' SentencePiece model, dropout on."""
-  return (f"task.train_data.spiece_model={spiece_model},"
-          f"task.validation_data.spiece_model={spiece_model},"
-          "task.model.dropout=0.1,task.model.dropatt=0.1")
-
-
-def _bundled_data_run(config_file):
-  """The run of a fine-tuning task whose demo reads the bundled data."""
-  return lambda spiece_model, records, tmp_path: (config_file,
-                                                  _finetuning_override(spiece_model))
-
-
-def _pretrained_run(spiece_model, records, tmp_path):
-  del spiece_model, tmp_path
-  return "pretraining_demo.yaml", (
-      f"task.train_data.input_path={records},task.validation_data.input_path={records}")
-
-
-def _race_run(spiece_model, records, tmp_path):
-  del records
-  import helpers  # pylint: disable=g-import-not-at-top
-  data_dir = tmp_path / "race"
-  helpers.write_race_sample(data_dir, splits=("train", "dev"))
-  return "race_demo.yaml", f"task.data_dir={data_dir}," + _finetuning_override(spiece_model)
-
-
-def _ranker_run(spiece_model, records, tmp_path):
-  """The ranking demo over a tiny pretrained model, on the first 12 chapters' queries and
-  passages of the bundled collection (in the TREC formats)."""
-  del records
-  import helpers  # pylint: disable=g-import-not-at-top
-  files = helpers.write_ranking_sample(tmp_path / "collection")
-  model_dir = helpers.write_pretrained_dir(tmp_path / "pretrained", spiece_model)
-  data = f"queries={files['queries']},qrels={files['qrels']}"
-  split = lambda name: ",".join(f"task.{name}.{kv}" for kv in data.split(","))
-  return "ranking_demo.yaml", (
-      f"task.init_checkpoint={model_dir},task.documents={files['documents']},"
-      f"task.max_seq_length=32,task.mem_len=32,task.folds=3,{split('train_data')},"
-      f"{split('validation_data')},task.train_data.global_batch_size=8")
-
-
-# The demo run of each trained kind: (spiece_model, records, tmp_path) -> (the YAML in
-# experiments/configs, the --params_override for the bundled data). A new trained kind
-# needs one here: `demo_run` names the kind that has none.
-DEMO_RUNS = {"classifier": _bundled_data_run("classification_demo.yaml"),
-             "pretrained": _pretrained_run, "tagger": _bundled_data_run("tagging_demo.yaml"),
-             "squad": _bundled_data_run("squad_demo.yaml"), "race": _race_run,
-             "ranker": _ranker_run}
-
+# ---- the task kinds: their test records (tests/kind_tests/<kind>.py) ------------------------
 
 def pytest_generate_tests(metafunc):
   """`trained_kind`: every registered task kind that is trained here (has an experiment)."""
@@ -111,10 +59,14 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.fixture
-def demo_run(trained_kind, spiece_model, pretraining_records, tmp_path):
-  """(experiment, YAML file name, --params_override) of `trained_kind`'s demo-size run."""
-  assert trained_kind in DEMO_RUNS, (
-      f"task kind {trained_kind!r} has no demo run: add one to tests/conftest.py DEMO_RUNS")
-  config_file, override = DEMO_RUNS[trained_kind](spiece_model, pretraining_records[0],
-                                                  tmp_path)
+def kind_fixtures(spiece_model, pretraining_records, tmp_path):
+  """What a kind's demo run is built from (`kind_tests.Fixtures`)."""
+  return kind_tests.Fixtures(spiece_model, pretraining_records[0], tmp_path)
+
+
+@pytest.fixture
+def demo_run(trained_kind, kind_fixtures):
+  """(experiment, YAML file name, --params_override) of `trained_kind`'s demo-size run
+  (its test record's `demo_run`)."""
+  config_file, override = kind_tests.of(trained_kind).demo_run(kind_fixtures)
   return task_kind.get(trained_kind).experiment, config_file, override

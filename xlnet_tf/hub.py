@@ -56,7 +56,6 @@ from typing import Optional, Tuple, Union
 import urllib.error
 import urllib.parse
 import urllib.request
-import uuid
 import zipfile
 import zlib
 
@@ -194,9 +193,15 @@ def _acquire(entry: str, preset: Preset, timeout: float) -> paths.DirectoryLock:
       time.sleep(1.0)
 
 
+_UNPACKED = "unpacked"          # the archive unpacked for the conversion (a temporary)
+
+
 def _remove_leftovers(entry: str) -> None:
-  """Temporary directories of an unpacking or conversion that died (we hold the lock, so
-  no live process owns them; they are ours, never user files)."""
+  """Temporary directories of an unpacking or conversion that died (`paths.partial_path`
+  names of the model and the unpacked archive, and the names older versions used: we hold
+  the lock, so no live process owns them; they are ours, never user files)."""
+  for name in (MODEL_DIR, _UNPACKED):
+    paths.remove_stale_partials(os.path.join(entry, name))
   for name in os.listdir(entry):
     if name.startswith(".unpack-") or (name.startswith(".") and
                                        f"{MODEL_DIR}.converting-" in name):
@@ -461,36 +466,33 @@ def verify_archive(path: str, preset: Preset) -> None:
 # ---- unpacking and conversion --------------------------------------------------------------
 
 def _unpack_and_convert(preset: Preset, archive: str, target: str) -> None:
-  """Unpacks `archive` into a temporary directory, converts it into another one, writes
-  the card there and renames it to `target`; the unpacked copy is removed."""
+  """Unpacks `archive` into a temporary directory, converts it into `target` (written
+  whole: `paths.atomic_output`) with the card; the unpacked copy is removed."""
   entry = os.path.dirname(target)
-  unpacked = os.path.join(entry, f".unpack-{uuid.uuid4().hex[:12]}")
-  staging = os.path.join(entry, f".{MODEL_DIR}.converting-{uuid.uuid4().hex[:12]}")
+  unpacked = paths.partial_path(os.path.join(entry, _UNPACKED))
   try:
-    with zipfile.ZipFile(archive) as z:
-      z.extractall(unpacked, members=preset.expected_members())   # exactly those names
-    logging.info("converting %s (preset %s) into %s", archive, preset.name, target)
-    report = importer.convert(os.path.join(unpacked, preset.directory.strip("/")), staging,
-                             options=importer.ConvertOptions(task="pretrained"))
-    config = model_directory.read_config(staging)
-    parity = report.get("parity")               # the conversion's figure, when it has one
-    parity = parity.get("text") if isinstance(parity, dict) else None
-    if parity:                                  # name the member, not the temporary copy
-      parity = parity.replace(os.path.join(unpacked, ""), f"{preset.archive_name}:")
-    model_card.write(                           # the conversion's card, with the URL
-        staging, title=preset.description or f"XLNet preset {preset.name}",
-        source=preset.url, licence=preset.licence, config=config.to_dict(),
-        task="pretrained", parity=parity,
-        details={"Preset": preset.name,
-                 "Archive": f"{archive} (zip CRC-32 of every member checked; its "
-                            f"xlnet_config.json equals the preset's)",
-                 "Conversion": f"xlnet_tf.convert, {report.get('variables')} variables "
-                               f"(conversion.json says what was read and filled in)"})
-    os.rename(staging, target)
+    with paths.atomic_output(target) as staging:
+      with zipfile.ZipFile(archive) as z:
+        z.extractall(unpacked, members=preset.expected_members())   # exactly those names
+      logging.info("converting %s (preset %s) into %s", archive, preset.name, target)
+      report = importer.convert(os.path.join(unpacked, preset.directory.strip("/")),
+                                staging, options=importer.ConvertOptions(task="pretrained"))
+      config = model_directory.read_config(staging)
+      parity = report.get("parity")           # the conversion's figure, when it has one
+      parity = parity.get("text") if isinstance(parity, dict) else None
+      if parity:                              # name the member, not the temporary copy
+        parity = parity.replace(os.path.join(unpacked, ""), f"{preset.archive_name}:")
+      model_card.write(                       # the conversion's card, with the URL
+          staging, title=preset.description or f"XLNet preset {preset.name}",
+          source=preset.url, licence=preset.licence, config=config.to_dict(),
+          task="pretrained", parity=parity,
+          details={"Preset": preset.name,
+                   "Archive": f"{archive} (zip CRC-32 of every member checked; its "
+                              f"xlnet_config.json equals the preset's)",
+                   "Conversion": f"xlnet_tf.convert, {report.get('variables')} variables "
+                                 f"(conversion.json says what was read and filled in)"})
   finally:
     shutil.rmtree(unpacked, ignore_errors=True)
-    if os.path.isdir(staging):
-      shutil.rmtree(staging, ignore_errors=True)
 
 
 # ---- models from a preset --------------------------------------------------------------------

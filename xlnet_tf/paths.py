@@ -417,13 +417,19 @@ def atomic_output(path: str, replace: bool = False) -> Iterator[str]:
 def replace_directory(new: str, directory: str) -> str:
   """Gives the complete directory `new` the name `directory`: an older `directory` is
   renamed aside (`<directory>.old-<pid>@<host>`) first and removed only once `new` has its
-  name, so a process killed in between leaves both whole. Returns `directory`."""
+  name (if `new` cannot take it, the older one gets its name back), so a process killed in
+  between leaves both whole. Returns `directory`."""
   old = f"{directory}.old-{os.getpid()}@{socket.gethostname()}"
-  if storage.exists(directory):
-    storage.rename(directory, old)
-  storage.rename(new, directory)
-  if storage.exists(old):
-    storage.remove_tree(old)
+  if not storage.exists(directory):
+    storage.rename(new, directory)
+    return directory
+  storage.rename(directory, old)
+  try:
+    storage.rename(new, directory)
+  except BaseException:
+    storage.rename(old, directory)
+    raise
+  storage.remove_tree(old)
   return directory
 
 

@@ -715,7 +715,7 @@ def test_saved_model_and_output_appear_together(tmp_path, monkeypatch):
   def refuse(new, output):
     assert (export / "saved_model.pb").exists()          # the export was renamed first
     raise OSError("rename refused")
-  monkeypatch.setattr(convert_module, "replace_output", refuse)
+  monkeypatch.setattr(convert_module.paths, "replace_directory", refuse)
   with pytest.raises(OSError, match="rename refused"):
     convert(source, os.fspath(tmp_path / "out"), saved_model=os.fspath(export))
   assert os.listdir(export) == []                         # as it was: empty

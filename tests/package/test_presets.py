@@ -214,7 +214,7 @@ def test_download_convert_then_reuse_without_network_or_conversion(
   assert sorted(n for n in os.listdir(entry) if not n.startswith(".")) == ["model", "tiny.zip"]
   card = open(os.path.join(entry, "model", model_card.CARD_FILE), encoding="utf-8").read()
   assert f"- **Source**: {server.url}\n" in card and "- **Licence**: test licence\n" in card
-  assert ".unpack-" not in card                      # no temporary path
+  assert ".partial-" not in card                     # no temporary path
   with open(os.path.join(entry, "model", "spiece.model"), "rb") as f:
     assert f.read() == SPIECE
 

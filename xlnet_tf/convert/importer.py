@@ -58,7 +58,6 @@ import math
 import os
 import shutil
 from typing import Any, Dict, Iterator, Optional, Sequence
-import uuid
 
 from absl import logging
 import numpy as np
@@ -271,26 +270,6 @@ def check_locations(source: str, output: str, overwrite: bool = False) -> None:
         f"--output {output} holds files a conversion does not write: "
         f"{foreign[:10]}{' ...' if len(foreign) > 10 else ''}; --overwrite would delete them. "
         f"Move them elsewhere or choose a new --output")
-
-
-def replace_output(new: str, output: str) -> None:
-  """Moves the complete directory `new` to `output`, replacing a previous `output`.
-
-  The previous output is first renamed aside (same parent, so nothing is copied) and is
-  deleted only once `new` has its name; if that rename fails, it gets its name back.
-  """
-  if not os.path.lexists(output):
-    os.rename(new, output)
-    return
-  parent, base = os.path.split(os.path.abspath(output))
-  old = os.path.join(parent, f".{base}.replaced-{uuid.uuid4().hex[:12]}")
-  os.rename(output, old)
-  try:
-    os.rename(new, output)
-  except BaseException:
-    os.rename(old, output)
-    raise
-  shutil.rmtree(old, ignore_errors=True)
 
 
 def read_source(source: str, config_path: Optional[str] = None) -> SourceWeights:
@@ -554,9 +533,9 @@ def _text_settings(weights: SourceWeights, options: ConvertOptions) -> Dict[str,
 
 
 def _remove_temporary(path: str) -> None:
-  """Removes the temporary directory `path` (a name with a fresh random id) and whatever
-  was built beside it under names that extend it (`path`.partial-*, `path`.old-*: the
-  writers' own temporaries)."""
+  """Removes the temporary directory `path` (`paths.partial_path`: this process's own) and
+  whatever was built beside it under names that extend it (`path`.partial-*, `path`.old-*:
+  the writers' own temporaries)."""
   shutil.rmtree(path, ignore_errors=True)
   parent, base = os.path.split(path)
   try:
@@ -577,7 +556,7 @@ def _remove_temporary(path: str) -> None:
 
 def _publish_both(partial: str, output: str, export_partial: str, saved_model: str) -> None:
   """Gives the complete export `export_partial` the name --saved_model, then the complete
-  model directory `partial` the name --output (`replace_output`): both appear, or neither
+  model directory `partial` the name --output (`paths.replace_directory`): both appear, or neither
   (a failure of the second takes the export back to its temporary name, and an empty
   --saved_model directory that was there before is recreated).
 
@@ -591,7 +570,7 @@ def _publish_both(partial: str, output: str, export_partial: str, saved_model: s
                           f"SavedModel. Nothing was written")
   os.rename(export_partial, saved_model)     # replaces an empty directory
   try:
-    replace_output(partial, output)
+    paths.replace_directory(partial, output)
   except BaseException:
     os.rename(saved_model, export_partial)
     if existed:
@@ -680,9 +659,10 @@ def convert(source: str, output: str, overwrite: bool = False,
     report["parity"] = hf_parity.measure_parity(source, architecture, report["output_kind"],
                                                 model, model.config,
                                                 head.top_k if head else 0)
-  parent, base = os.path.split(os.path.abspath(output))
-  os.makedirs(parent, exist_ok=True)
-  partial = os.path.join(parent, f".{base}.partial-{uuid.uuid4().hex[:12]}")
+  output = os.path.abspath(output)
+  os.makedirs(os.path.dirname(output), exist_ok=True)
+  paths.remove_stale_partials(output)           # a killed conversion's
+  partial = paths.partial_path(output)
   export_partial = None
   os.mkdir(partial)                 # a fresh name: never anything of the user's
   try:
@@ -694,10 +674,10 @@ def convert(source: str, output: str, overwrite: bool = False,
       report["notes"].append(report["parity"]["warning"])
     _write_card(partial, report, weights, model, architecture)   # read by the export
     if saved_model is not None:
-      export_parent, export_base = os.path.split(os.path.abspath(saved_model))
-      os.makedirs(export_parent, exist_ok=True)
-      export_partial = os.path.join(export_parent,
-                                    f".{export_base}.partial-{uuid.uuid4().hex[:12]}")
+      saved_model = os.path.abspath(saved_model)
+      os.makedirs(os.path.dirname(saved_model), exist_ok=True)
+      paths.remove_stale_partials(saved_model)
+      export_partial = paths.partial_path(saved_model)
       _export(report["output_kind"], partial, export_partial, text, options.max_seq_length)
       report["saved_model"] = os.path.abspath(saved_model)
       export_parity = _card_parity(export_partial)
@@ -706,10 +686,9 @@ def convert(source: str, output: str, overwrite: bool = False,
       _write_card(partial, report, weights, model, architecture)
       shutil.copyfile(os.path.join(partial, model_card.CARD_FILE),
                       os.path.join(export_partial, model_card.CARD_FILE))
-    with open(os.path.join(partial, REPORT_FILE), "w", encoding="utf-8") as f:
-      json.dump(report, f, indent=2)
+    paths.write_json(os.path.join(partial, REPORT_FILE), report)
     if export_partial is None:
-      replace_output(partial, output)
+      paths.replace_directory(partial, output)
     else:
       _publish_both(partial, output, export_partial, saved_model)
   except BaseException:

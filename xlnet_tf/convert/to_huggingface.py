@@ -50,24 +50,23 @@ only) and "attn" have no HF equivalent and refuse (`heads.summary`).
 
 The output is checked before any work: it must not exist or be an empty directory (with
 `overwrite`, a previous export may be replaced), and must not be, contain or lie inside the
-source. It is written as `<output>.partial-<id>` and renamed when complete; the source is
+source. It is written under a temporary name and renamed when complete; the source is
 only read. A weight holding NaN or an infinity refuses the export. With PyTorch and
 transformers installed, the written directory is loaded with transformers (any missing or
 unexpected tensor is an error) and its outputs on a small probe batch are compared with
 ours: the card records the largest difference.
 """
 
-import json
 import os
 import shutil
 from typing import Any, Dict, List, Optional, Tuple
-import uuid
 
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
 from xlnet_tf import model_card
+from xlnet_tf import paths
 from xlnet_tf import model_directory
 from xlnet_tf import released_names as names
 from xlnet_tf import task_kind
@@ -438,20 +437,15 @@ def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) 
 
   output = os.path.abspath(output)
   os.makedirs(os.path.dirname(output), exist_ok=True)
-  partial = f"{output}.partial-{uuid.uuid4().hex[:12]}"
-  os.mkdir(partial)                 # a fresh name: never anything of the user's
-  try:
+  with paths.atomic_output(output, replace=True) as partial:
+    os.mkdir(partial)               # a fresh name: never anything of the user's
     from safetensors.numpy import save_file  # pylint: disable=g-import-not-at-top
     save_file(tensors, os.path.join(partial, WEIGHTS_FILE), metadata={"format": "pt"})
-    with open(os.path.join(partial, CONFIG_FILE), "w", encoding="utf-8") as f:
-      json.dump(values, f, indent=2)
-      f.write("\n")
+    paths.write_json(os.path.join(partial, CONFIG_FILE), values)
     if spiece:
       shutil.copyfile(spiece, os.path.join(partial, model_directory.SPIECE_FILE))
       for name, content in tokenizer_files(text).items():
-        with open(os.path.join(partial, name), "w", encoding="utf-8") as f:
-          json.dump(content, f, indent=2)
-          f.write("\n")
+        paths.write_json(os.path.join(partial, name), content)
       if text["keep_accents"]:
         notes.append(f"{TOKENIZER_CONFIG_FILE}: keep_accents true; transformers 5's "
                      f"XLNetTokenizer strips accents whatever the flag says (its normaliser "
@@ -475,16 +469,10 @@ def export_to_huggingface(model_dir: str, output: str, overwrite: bool = False) 
     if spiece:
       report["tokenizer"] = {k: v for k, v in tokenizer_files(text)[TOKENIZER_CONFIG_FILE]
                              .items() if k in ("do_lower_case", "keep_accents")}
-    with open(os.path.join(partial, model_card.CARD_FILE), "w", encoding="utf-8") as f:
-      f.write(_card(model_dir, kind, model.config, spec, licence, parity, sorted(files),
-                    values))
-    with open(os.path.join(partial, REPORT_FILE), "w", encoding="utf-8") as f:
-      json.dump(report, f, indent=2)
-      f.write("\n")
-    importer.replace_output(partial, output)
-  except BaseException:
-    shutil.rmtree(partial, ignore_errors=True)
-    raise
+    paths.write_text(os.path.join(partial, model_card.CARD_FILE),
+                     _card(model_dir, kind, model.config, spec, licence, parity,
+                           sorted(files), values))
+    paths.write_json(os.path.join(partial, REPORT_FILE), report)
   if worst is not None and worst > hf_parity.PARITY_TOLERANCE:
     logging.warning("%s: %s", output, parity)
   logging.info("exported %s (%s) to %s (%s, %d tensors); parity: %s", model_dir, kind, output,
