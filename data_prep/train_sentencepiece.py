@@ -63,17 +63,6 @@ def expand_inputs(input_files: Union[str, Sequence[str]]) -> List[str]:
   return sorted(set(files))
 
 
-def normalized_lines(files: Sequence[str], lower: bool = False,
-                     keep_accents: bool = False) -> Iterator[str]:
-  """The non-blank lines of `files`, each through `normalize_text`.
-
-  Raises:
-    ValueError: a file that is not UTF-8 (naming the file and line).
-  """
-  for _, _, line in numbered_lines(files, lower, keep_accents):
-    yield line
-
-
 def numbered_lines(files: Sequence[str], lower: bool = False,
                    keep_accents: bool = False) -> Iterator[Tuple[str, int, str]]:
   """(file, line number from 1, line) of the non-blank lines of `files`, each through

@@ -15,9 +15,7 @@ import shutil
 import subprocess
 import sys
 
-import numpy as np
 import pytest
-import tensorflow as tf
 
 from helpers import run_fresh
 from helpers import small_config

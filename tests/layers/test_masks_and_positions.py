@@ -5,9 +5,9 @@ import pytest
 import tensorflow as tf
 
 from xlnet_tf import masks
-from xlnet_tf.layers import RelativePositionalEncoding
-from xlnet_tf.layers import gather_relative
-from xlnet_tf.layers import rel_shift
+from xlnet_tf.layers.positional_encoding import RelativePositionalEncoding
+from xlnet_tf.layers.relative_attention import gather_relative
+from xlnet_tf.layers.relative_attention import rel_shift
 from xlnet_tf.layers.relative_attention import batch_matmul
 
 
@@ -161,7 +161,7 @@ def test_positional_encoding_formula(attn_type, bi_data, clamp_len):
 def test_position_scores_per_group_of_the_batch():
   """Encodings [X, R, D] serve X consecutive groups of the batch: X=1 shared, X=2 bi_data
   halves, X=B one per example (the training path, one dropout mask per example)."""
-  from xlnet_tf.layers import RelativeMultiHeadAttention
+  from xlnet_tf.layers.relative_attention import RelativeMultiHeadAttention
   rng = np.random.default_rng(2)
   q = rng.normal(size=[2, 4, 3, 5]).astype(np.float32)             # [N, B, I, H]
   keys = rng.normal(size=[2, 2, 7, 5]).astype(np.float32)          # [N, X=2, R, H]

@@ -1,8 +1,7 @@
 """The stack's direction, read statically: every `import` of every module of xlnet_tf,
 data_prep and experiments (inside functions too, and the package `__init__` each import
 runs first) goes down or sideways the stack that docs/architecture.md documents, and no
-import circle exists. Package `__init__` files that only re-export their own submodules
-are the exception, by name (`RE_EXPORTING_INITS`)."""
+import circle exists."""
 
 import ast
 import os
@@ -13,8 +12,6 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGES = ("xlnet_tf", "data_prep", "experiments")
 ARCHITECTURE = os.path.join(ROOT, "docs", "architecture.md")
-# Package files that re-export names of their own submodules (and nothing else).
-RE_EXPORTING_INITS = ("xlnet_tf.data", "xlnet_tf.layers", "xlnet_tf.models", "xlnet_tf.networks")
 
 
 def _modules():
@@ -68,8 +65,6 @@ def _graph():
   graph = {}
   for module, path in modules.items():
     edges = dict(_imports(module, path, modules))
-    if module in RE_EXPORTING_INITS:
-      edges = {t: line for t, line in edges.items() if not t.startswith(module + ".")}
     parent = module.rpartition(".")[0]
     while parent:
       if parent in modules:
@@ -153,20 +148,6 @@ def _circles(graph):
     if node not in index:
       visit(node)
   return found
-
-
-def test_the_excepted_package_files_only_re_export_their_submodules():
-  modules = _modules()
-  for package in RE_EXPORTING_INITS:
-    tree = ast.parse(open(modules[package], encoding="utf-8").read())
-    body = tree.body[1:] if ast.get_docstring(tree) else tree.body
-    for node in body:
-      assert isinstance(node, (ast.Import, ast.ImportFrom)), (
-          f"{modules[package]}:{node.lineno}: more than re-exports")
-      sources = ([node.module] if isinstance(node, ast.ImportFrom) and node.module != package
-                 else [f"{package}.{alias.name}" for alias in node.names])
-      for source in sources:
-        assert source.startswith(package + "."), f"{modules[package]}:{node.lineno}: {source}"
 
 
 def test_no_import_circle():

@@ -25,6 +25,7 @@ from xlnet_tf import model_directory
 from xlnet_tf import paths
 from xlnet_tf.data import classifier_features
 from xlnet_tf.data import classifier_tasks
+from xlnet_tf.data import feature_cache
 from xlnet_tf.layers.step_dropout import StepDropout
 from xlnet_tf.layers.step_dropout import step_seed
 from xlnet_tf.layers.step_dropout import training_seed
@@ -180,7 +181,7 @@ def _fine_tune(features, model_dir, config=None, grad_accum_steps=2, **options):
       strategy, model, optimizer,
       lambda ctx: classifier_features.classifier_dataset(
           features, 4, True, seed=5, input_context=ctx, shuffle_buffer_size=1000),
-      options, {"train_data": classifier_features.read_cache_info(features)["key"]})
+      options, {"train_data": feature_cache.read_cache_info(features)["key"]})
 
 
 def test_fine_tuning_resumed_equals_uninterrupted_with_dropout(spiece_model, tmp_path):

@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 
-import pytest
 import tensorflow as tf
 
 from helpers import pretrain_config

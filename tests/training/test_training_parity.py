@@ -33,7 +33,6 @@ from helpers import pretrain_config
 from helpers import pretrain_options
 from helpers import run_pretraining
 from helpers import train_classifier
-from xlnet_tf import model_directory
 from xlnet_tf import released_names
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.convert.importer import convert

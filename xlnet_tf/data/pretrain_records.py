@@ -209,10 +209,6 @@ def _check_fields(path: str, manifest: Dict[str, Any]) -> None:
       check(shard.get(name, _MISSING), f"shards[{i}].{name}", expected, required=False)
 
 
-def shard_paths(manifest: Mapping[str, Any]) -> List[str]:
-  return [shard["path"] for shard in manifest["shards"]]
-
-
 def check_shards_exist(paths: List[str], source: str) -> None:
   """Raises FileNotFoundError naming `source` and a missing shard, if any is missing."""
   missing = [p for p in paths if not storage.exists(p)]

@@ -89,9 +89,6 @@ def masked_crc(data: bytes) -> bytes:
   return struct.pack("<I", masked)
 
 
-_masked_crc = masked_crc
-
-
 class TFRecordWriter:
   """Writes TFRecord records to a local file or a URL (through `storage`).
 

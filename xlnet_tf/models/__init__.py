@@ -1,6 +1,2 @@
-"""XLNet models: networks plus heads."""
-
-from xlnet_tf.models.xlnet_pretrainer import XLNetPretrainer
-from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
-from xlnet_tf.models.xlnet_multiple_choice import XLNetMultipleChoice
-from xlnet_tf.models.xlnet_multiple_choice import build_multiple_choice
+"""XLNet models: the encoder plus a head, one module per head with its spec (`head_spec`:
+what a fine-tuned model directory records), and the losses."""

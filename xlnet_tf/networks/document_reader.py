@@ -29,8 +29,6 @@ import tensorflow as tf
 from xlnet_tf.layers import step_dropout
 from xlnet_tf.networks.xlnet_encoder import XLNetEncoder
 
-SEGMENT_KEYS = ("input_ids", "segment_ids", "input_mask")
-
 
 def read_document(encoder: XLNetEncoder, inputs: Mapping[str, Any], bptt_segments: int = 1,
                   training=None, all_segments: bool = False,

@@ -210,7 +210,7 @@ def squad_experiment() -> cfg.ExperimentConfig:
 
 # HuggingFace's simple span head: imported, converted back and served with the SQuAD
 # export's signature (v1.1); not trained here (the SQuAD task trains the released head).
-QA_SIMPLE_KIND = task_kind.register(task_kind.TaskKind(
+task_kind.register(task_kind.TaskKind(
     name="qa_simple", description="simple span QA head (HuggingFace's "
                                   "XLNetForQuestionAnsweringSimple; the original has none)",
     model_class=XLNetSimpleQA, build_model=build_simple_qa, spec_class=SimpleQASpec,
