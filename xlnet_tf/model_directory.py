@@ -221,12 +221,6 @@ def load(directory: str, spec_class, **build_options):
   return model, spec
 
 
-def spec_values(spec) -> Dict[str, Any]:
-  """The values a spec file holds for `spec`, a spec of any kind (`spec.to_values()`:
-  tuples as lists, the spec class's OPTIONAL_FIELDS at their default left out)."""
-  return spec.to_values()
-
-
 def save(model: tf_keras.Model, directory: str, spec, spiece_model: Optional[str]) -> str:
   """`write` of a fine-tuned model with its spec (a spec of a `task_kind`, written to its
   class's FILE)."""

@@ -25,6 +25,7 @@ from xlnet_tf.convert import importer as convert_module
 from xlnet_tf import pretrained
 from xlnet_tf.convert.importer import convert
 from xlnet_tf.data import classifier_tasks
+from xlnet_tf.data.classifier_readers import movie_reviews
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 from xlnet_tf.models.xlnet_squad import SquadSpec
 
@@ -397,7 +398,7 @@ def test_non_utf8_task_files_name_the_file_and_line(tmp_path):
 
   movies = tmp_path / "movies"
   movies.mkdir()
-  _write_with_bad_line(movies / classifier_tasks.MOVIE_REVIEWS_FILE,
+  _write_with_bad_line(movies / movie_reviews.MOVIE_REVIEWS_FILE,
                        [f"{i}_1\t1.5\tgood {i}" for i in range(9)], b"9_1\t1.5\t" + LATIN1,
                        line_end=b"\r\n")
   with pytest.raises(ValueError, match=r"movieReviewSnippets_GroundTruth.txt:10: not valid "

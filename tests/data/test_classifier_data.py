@@ -18,6 +18,7 @@ import tensorflow as tf
 from xlnet_tf.data import classifier_features as features
 from xlnet_tf.data import classifier_tasks as tasks
 from xlnet_tf.data import tokenization
+from xlnet_tf.data.classifier_readers import movie_reviews as movie_reviews_reader
 from xlnet_tf.data.classifier_tasks import InputExample
 from xlnet_tf.evaluation import classifier_metrics as metrics
 
@@ -111,7 +112,7 @@ def test_movie_reviews_labels_follow_the_rating_sign(movie_reviews):
     assert e.label == ("positive" if rating > 0 else "negative")
     assert e.text_a == sentence
     assert e.guid == f"{split}-{review_id}"
-    assert tasks.movie_reviews_split(review_id) == split
+    assert movie_reviews_reader.movie_reviews_split(review_id) == split
 
 
 # ---- GLUE readers on files in the GLUE layouts -----------------------------------------------

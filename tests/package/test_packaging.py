@@ -496,13 +496,14 @@ def _run(command, **kwargs):
 _CHECK_INSTALLED = """
 import glob, json, os, sys
 import xlnet_tf, data_prep, experiments
-from xlnet_tf.data import brown, classifier_tasks, sample_data
+from xlnet_tf.data import brown, sample_data
+from xlnet_tf.data.classifier_readers import movie_reviews
 print(json.dumps({
     "files": [m.__file__ for m in (xlnet_tf, data_prep, experiments, sample_data)],
     "prefix": sys.prefix,
     "sys_path": sys.path,
-    "movie_reviews": os.path.isfile(os.path.join(classifier_tasks.MOVIE_REVIEWS_DIR,
-                                                 classifier_tasks.MOVIE_REVIEWS_FILE)),
+    "movie_reviews": os.path.isfile(os.path.join(movie_reviews.MOVIE_REVIEWS_DIR,
+                                                 movie_reviews.MOVIE_REVIEWS_FILE)),
     "brown": len(brown.document_names(brown.BROWN_DIR)),
     "moby_dick": len(glob.glob(sample_data.path("moby_dick", "chapter_*.txt"))),
     "sotu": len(glob.glob(sample_data.path("sotu", "*.txt"))),

@@ -43,7 +43,7 @@ def test_text_json_then_the_spec_file_of_a_fine_tuned_model(tmp_path):
                                                            "keep_accents": False}
   assert model_directory.text_settings_file(directory).endswith("squad.json")
   spec = ClassifierSpec("sst-2", ("0", "1"), keep_accents=True)
-  _write(directory, ClassifierSpec.FILE, model_directory.spec_values(spec))
+  _write(directory, ClassifierSpec.FILE, spec.to_values())
   assert model_directory.read_text_settings(directory) == {"uncased": False,
                                                            "keep_accents": True}
 

@@ -48,7 +48,7 @@ from xlnet_tf.data import document_features
 from xlnet_tf.data import feature_cache
 from xlnet_tf.data import layouts
 from xlnet_tf.data import tokenization
-from xlnet_tf.data.classifier_tasks import InputExample
+from xlnet_tf.data.classifier_examples import InputExample
 
 FORMAT = "xlnet_tf.classifier.v1"
 NO_LABEL_ID = -1

@@ -38,10 +38,10 @@ import numpy as np
 import sentencepiece as spm
 import tensorflow as tf
 
-from xlnet_tf.data import classifier_tasks
 from xlnet_tf.data import feature_cache
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.classifier_features import classifier_layout
+from xlnet_tf.data.classifier_readers import delimited
 
 LEVELS = ("middle", "high")
 NUM_OPTIONS = 4
@@ -109,7 +109,7 @@ def read_race(data_dir: str, split: str, levels: Sequence[str] = LEVELS
         except json.JSONDecodeError as error:
           raise ValueError(f"{path}: not valid JSON ({error})") from None
         except UnicodeDecodeError:
-          raise classifier_tasks.utf8_error(path) from None
+          raise delimited.utf8_error(path) from None
       examples.extend(parse_race_file(path, values, level))
   return examples
 

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from absl import logging
 import tensorflow as tf
 
-from xlnet_tf.data import classifier_tasks
+from xlnet_tf.data.classifier_readers import delimited
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,7 +106,7 @@ def read_squad(path: str) -> Tuple[List[SquadExample], Dict[str, Any]]:
     except json.JSONDecodeError as error:
       raise ValueError(f"{path}: not valid JSON ({error})") from None
     except UnicodeDecodeError:
-      raise classifier_tasks.utf8_error(path) from None
+      raise delimited.utf8_error(path) from None
   examples, report = parse_squad(data, path)
   if report["skipped_answers"]:
     logging.warning("%s: %d answer(s) skipped (answer_start mismatch), %d question(s) left "

@@ -29,7 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from xlnet_tf import paths
-from xlnet_tf.data.classifier_tasks import TaskSpec
+from xlnet_tf.data.classifier_examples import TaskSpec
 
 
 def _pair(predictions, labels):
@@ -148,7 +148,8 @@ def task_metrics(task_spec: TaskSpec, predictions: Any, labels: Any) -> Dict[str
   """The task's metrics (`task_spec.metrics`, in that order) of `predictions` vs `labels`.
 
   Args:
-    task_spec: a `classifier_tasks.TaskSpec` with its labels known.
+    task_spec: a `classifier_examples.TaskSpec` (e.g. `classifier_tasks.get_task(name)`)
+      with its labels known.
     predictions: class ids [N], scores [N, C] or label strings; floats [N] / [N, 1] for
       regression.
     labels: class ids [N] or label strings; floats [N] for regression.

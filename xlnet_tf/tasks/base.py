@@ -489,8 +489,8 @@ class XLNetTask(base_task.Task):
     return []
 
   def spec_values(self) -> Dict[str, Any]:
-    """The spec's values as its file records them."""
-    return model_directory.spec_values(self.spec)
+    """The spec's values as its file records them (`HeadSpec.to_values`)."""
+    return self.spec.to_values()
 
   def model_spec(self, metrics: Optional[Dict[str, Any]] = None):
     """The spec a model directory of this task records (of the kind's spec class);

@@ -36,7 +36,6 @@ from official.core import task_factory
 import tensorflow as tf
 import tf_keras
 
-from xlnet_tf import model_directory
 from xlnet_tf.data import race
 from xlnet_tf.evaluation import race_metrics
 from xlnet_tf.models.xlnet_multiple_choice import OPTION_INPUTS
@@ -201,9 +200,6 @@ class RaceTask(base.XLNetTask):
                          f"questions")
       self._examples[split] = examples
     return self._examples[split]
-
-  def spec_values(self) -> Dict[str, Any]:
-    return model_directory.spec_values(self.spec)
 
   # ---- Model Garden's Task interface ---------------------------------------------------
 

@@ -7,27 +7,31 @@ top candidates of BM25 (or of a given TREC run), trained with K-NRM's pairwise h
 
 The inputs are files in the field's formats (`data.trec_files`): queries (TSV or TREC
 topics), documents (JSONL or TREC), qrels and, optionally, a candidate run; without one the
-candidates are BM25's top `num_candidates` (`data.bm25_candidates`, cached). The token
+candidates are BM25's top `num_candidates` (`data.bm25_candidates`, cached). A split's
+files are read and checked, and its fold chosen, by `data.ranking_splits`. The token
 embeddings of every query and every candidate document are computed once per (model,
-collection) and cached on disk in float16 (`data.embedding_store`, in the split's
-cache_dir) by the same graph the SavedModel serves with
-(`serving.ranker_export.RankerServing.embed`), so a served score is the evaluated one up to
-that rounding. Training reads (query, relevant document, less relevant
-document) triples of the training queries' candidates; evaluation reranks each evaluation
-query's candidates and scores the run with ir-measures (`evaluation.ranking_metrics`:
-NDCG@20 and ERR@20 as the TREC Web Track's gdeval computes them, MAP, P@20), next to the
-candidates' own ranking (BM25 alone) on the same queries. The reranked run is written as a
-TREC run file beside the results (`write_evaluation_files`).
+collection) and cached on disk in float16 (`data.ranking_embeddings`: the stores' keys and
+their computing into `data.embedding_store` stores, in the split's cache_dir) by the same
+graph the SavedModel serves with (`serving.ranker_export.RankerServing.embed`), so a
+served score is the evaluated one up to that rounding. Training reads (query, relevant
+document, less relevant document) triples of the training queries' candidates; evaluation
+reranks each evaluation query's candidates and scores the run with ir-measures
+(`evaluation.ranking_metrics`: NDCG@20 and ERR@20 as the TREC Web Track's gdeval computes
+them, MAP, P@20), next to the candidates' own ranking (BM25 alone) on the same queries.
+The reranked run is written as a TREC run file beside the results
+(`write_evaluation_files`).
 
 `folds` > 0 splits the queries of one file into folds by their order in it (query i is in
-fold i mod folds): the training split reads every fold but `fold`, the evaluation split
-`fold` only, as the paper's cross-validation (`runs.ranking_folds` runs every fold).
+fold i mod folds, `ranking_splits.fold_of`): the training split reads every fold but
+`fold`, the evaluation split `fold` only, as the paper's cross-validation
+(`runs.ranking_folds` runs every fold).
+
+This module keeps the task: its config, loss, model, inputs, evaluation and its kind's
+record and experiment.
 """
 
 import dataclasses
 import functools
-import hashlib
-import logging
 import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -40,12 +44,9 @@ import tf_keras
 
 from xlnet_tf import model_directory
 from xlnet_tf import task_kind
-from xlnet_tf.data import bm25_candidates
 from xlnet_tf.data import embedding_store
-from xlnet_tf.data import feature_cache
-from xlnet_tf.data import sample_data
-from xlnet_tf.data import storage
-from xlnet_tf.data import tokenization
+from xlnet_tf.data import ranking_embeddings
+from xlnet_tf.data import ranking_splits
 from xlnet_tf.data import trec_files
 from xlnet_tf.evaluation import ranking_metrics
 from xlnet_tf.models import xlnet_ranker
@@ -56,12 +57,6 @@ from xlnet_tf.networks.xlnet_encoder import check_hidden_state
 from xlnet_tf.serving import ranker_export
 from xlnet_tf.tasks import base
 
-BUNDLED = "sample_data:ranking/moby_dick/"
-BUNDLED_QUERIES = BUNDLED + "queries.tsv"
-BUNDLED_DOCUMENTS = BUNDLED + "documents.jsonl"
-BUNDLED_QRELS = BUNDLED + "qrels.txt"
-EMBEDDINGS_FORMAT = "xlnet_tf.ranking_embeddings.v1"   # changes with what a store holds
-EMBED_BATCH = 8                      # texts per call when embedding a collection
 CUTOFF = 20                          # NDCG@20, ERR@20, P@20: the paper's and the Web Track's
 MEASURES = tuple(ranking_metrics.measure_key(m, CUTOFF) for m in ranking_metrics.MEASURES)
 
@@ -151,21 +146,6 @@ class RankingConfig(cfg.TaskConfig):
           learning_rate=0.05, adam_epsilon=1e-5, warmup_steps=0, weight_decay=0.0))
 
 
-@dataclasses.dataclass
-class SplitData:
-  """What a split reads: its queries (after the fold), their candidates and judgments,
-  and the files' identities for the run settings."""
-  queries: Dict[str, str]                         # qid -> text, this split's
-  all_queries: Dict[str, str]                     # qid -> text, the whole file's
-  candidates: Dict[str, List[Tuple[str, float]]]  # qid -> [(docid, score)], best first
-  qrels: Dict[str, Dict[str, int]]                # this split's queries' judgments
-  sources: Dict[str, Any]
-
-
-def _resolve(value: str, bundled: str) -> str:
-  return sample_data.resolve(value or bundled)
-
-
 @task_factory.register_task_cls(RankingConfig)
 class RankingTask(base.XLNetTask):
   """K-NRM reranking: inputs (cached embeddings), loss, evaluation, run files, export."""
@@ -184,7 +164,7 @@ class RankingTask(base.XLNetTask):
     super().__init__(params, logging_dir=logging_dir, name=name)
     check_ranking_settings(params)
     self._collection: Optional[Dict[str, str]] = None
-    self._splits: Dict[Tuple, SplitData] = {}
+    self._splits: Dict[Tuple, ranking_splits.SplitData] = {}
     self._stores: Dict[str, embedding_store.EmbeddingStore] = {}
     self.last_run: Optional[Dict[str, List[Tuple[str, float]]]] = None
 
@@ -240,172 +220,68 @@ class RankingTask(base.XLNetTask):
   def build_model(self) -> tf_keras.Model:
     return self.spec.build_model(self.xlnet_config())
 
-  # ---- the files ---------------------------------------------------------------------------
+  # ---- the files (`data.ranking_splits`) ---------------------------------------------------
 
   def collection(self) -> Dict[str, str]:
     """docid -> text of the collection (read once)."""
     if self._collection is None:
-      path = _resolve(self.task_config.documents, BUNDLED_DOCUMENTS)
-      self._collection = trec_files.read_documents(path)
-      if not self._collection:
-        raise ValueError(f"task.documents: {path} holds no documents")
+      self._collection = ranking_splits.read_collection(self.task_config.documents)
     return self._collection
 
-  def _fold_of(self, position: int) -> int:
-    return position % self.task_config.folds
-
-  def split_data(self, data: RankingDataConfig) -> SplitData:
-    """The split's queries, candidates and judgments, read and checked once: every
-    candidate must be in the collection; judged documents missing from it are reported
-    (a warning and the results' `judged_not_in_collection`)."""
+  def split_data(self, data: RankingDataConfig) -> ranking_splits.SplitData:
+    """The split's queries, candidates and judgments (`ranking_splits.read_split`: every
+    candidate in the collection, judged documents missing from it reported), read and
+    checked once."""
     params = self.task_config
-    paths = (_resolve(data.queries, BUNDLED_QUERIES), _resolve(data.qrels, BUNDLED_QRELS),
-             data.candidates and sample_data.resolve(data.candidates))
-    cache_key = paths + (data.is_training,)
-    if cache_key in self._splits:
-      return self._splits[cache_key]
-    queries_path, qrels_path, run_path = paths
-    all_queries = trec_files.read_queries(queries_path)
-    qrels = trec_files.read_qrels(qrels_path)
-    too_high = [(qid, docid, grade) for qid, judged in qrels.items()
-                for docid, grade in judged.items() if grade > ranking_metrics.MAX_GDEVAL_GRADE]
-    if too_high:
-      raise ValueError(f"task.{base.data_name(data)}.qrels: {qrels_path} judges "
-                       f"{len(too_high)} documents above grade "
-                       f"{ranking_metrics.MAX_GDEVAL_GRADE}, e.g. (qid, docid, grade) "
-                       f"{too_high[:3]}; NDCG@20 and ERR@20 as gdeval computes them take "
-                       f"grades up to {ranking_metrics.MAX_GDEVAL_GRADE}")
-    documents = self.collection()
-    if params.folds:
-      keep_fold = (lambda f: f != params.fold) if data.is_training else (
-          lambda f: f == params.fold)
-      queries = {qid: text for i, (qid, text) in enumerate(all_queries.items())
-                 if keep_fold(self._fold_of(i))}
-    else:
-      queries = dict(all_queries)
-    if not queries:
-      raise ValueError(f"task.{base.data_name(data)}: no queries in {queries_path}"
-                       + (f" for fold {params.fold}" if params.folds else ""))
-    if run_path:
-      run = trec_files.read_run(run_path)
-      unknown = sorted({docid for ranking in run.values() for docid, _ in ranking
-                        if docid not in documents})
-      if unknown:
-        raise ValueError(f"task.{base.data_name(data)}.candidates: {run_path} ranks "
-                         f"{len(unknown)} documents that are not in the collection "
-                         f"(task.documents), e.g. {unknown[:5]}")
-      candidates = {qid: run.get(qid, [])[:params.num_candidates] for qid in all_queries}
-      candidate_source = {"run": run_path, "sha256": storage.sha256(run_path)}
-    else:
-      candidates = bm25_candidates.bm25_candidates(
-          all_queries, documents, k=params.num_candidates,
-          cache_dir=os.path.join(self.cache_dir(data), "bm25"))
-      candidate_source = {"bm25": params.num_candidates}
-    empty = [qid for qid in queries if not candidates.get(qid)]
-    if empty:
-      logging.warning("task.%s: %d queries have no candidates (they score 0), e.g. %s",
-                      base.data_name(data), len(empty), empty[:5])
-    split_qrels = {qid: qrels[qid] for qid in queries if qid in qrels}
-    unjudged = [qid for qid in queries if qid not in qrels]
-    if unjudged:
-      logging.warning("%s: %d of the %s queries have no judgments (not evaluated, no "
-                      "training pairs), e.g. %s", qrels_path, len(unjudged),
-                      base.data_name(data), unjudged[:5])
-    missing = trec_files.missing_judged_documents(split_qrels, documents)
-    if missing:
-      logging.warning("%s: %d judged documents of the %s queries are not in the "
-                      "collection, e.g. %s; they count as relevant documents not found",
-                      qrels_path, len(missing), base.data_name(data), missing[:5])
-    sources = {"queries": storage.sha256(queries_path), "qrels": storage.sha256(qrels_path),
-               "candidates": candidate_source, "folds": params.folds,
-               "fold": params.fold if params.folds else None,
-               "judged_not_in_collection": len(missing)}
-    split = SplitData(queries, all_queries, candidates, split_qrels, sources)
-    self._splits[cache_key] = split
-    return split
+    files = ranking_splits.split_files(data.queries, data.qrels, data.candidates)
+    cache_key = files + (data.is_training,)
+    if cache_key not in self._splits:
+      self._splits[cache_key] = ranking_splits.read_split(
+          files, self.collection, name=base.data_name(data), training=data.is_training,
+          num_candidates=params.num_candidates, folds=params.folds, fold=params.fold,
+          bm25_cache_dir=lambda: os.path.join(self.cache_dir(data), "bm25"))
+    return self._splits[cache_key]
 
-  # ---- the embeddings --------------------------------------------------------------------
+  # ---- the embeddings (`data.ranking_embeddings`) ------------------------------------------
 
   @functools.cached_property
   def model_fingerprint(self) -> str:
     """A sha256 of the pretrained model's files (config, weights, SentencePiece model),
     computed once."""
     directory = self.init_dir()
-    digest = hashlib.sha256()
-    for name in sorted(tf.io.gfile.listdir(directory)):
-      if (name.startswith(model_directory.CHECKPOINT_PREFIX) or
-          name in (model_directory.CONFIG_FILE, model_directory.SPIECE_FILE)):
-        digest.update(name.encode() + b"\0" + storage.sha256(
-            os.path.join(directory, name)).encode() + b"\n")
-    return digest.hexdigest()
+    return ranking_embeddings.model_fingerprint(directory, [
+        name for name in tf.io.gfile.listdir(directory)
+        if name.startswith(model_directory.CHECKPOINT_PREFIX) or
+        name in (model_directory.CONFIG_FILE, model_directory.SPIECE_FILE)])
 
   @functools.cached_property
   def embedding_settings(self) -> Dict[str, Any]:
-    """Everything but the texts that makes the embeddings what they are (computed once:
-    it hashes the model's files and the SentencePiece model)."""
-    spec = self.spec
-    return {"format": EMBEDDINGS_FORMAT, "model": self.model_fingerprint,
-            "spiece_model": tokenization.spiece_sha256(self.spiece_model()),
-            "embedding_layer": spec.embedding_layer,
-            "max_seq_length": spec.max_seq_length, "mem_len": spec.mem_len,
-            "uncased": spec.uncased, "keep_accents": spec.keep_accents,
-            "dtype": np.dtype(embedding_store.DTYPE).name}
+    """Everything but the texts that makes the embeddings what they are
+    (`ranking_embeddings.embedding_settings`; computed once: it hashes the model's files
+    and the SentencePiece model)."""
+    return ranking_embeddings.embedding_settings(self.spec, self.model_fingerprint,
+                                                 self.spiece_model())
 
   def _embedder(self) -> ranker_export.RankerServing:
     model = self.build_model()
     self.initialize(model)
     return ranker_export.RankerServing(model, self.spec, self.spiece_model())
 
-  def _store(self, data: RankingDataConfig, what: str):
-    """(key, path, texts, max_pieces) of the embedding store of the split's file's queries
-    (`what` "queries") or of the candidates of all its queries ("documents"): what it
-    holds and where, known before anything is embedded."""
+  def _store(self, data: RankingDataConfig, what: str) -> ranking_embeddings.StorePlan:
+    """The embedding store of the split's file's queries (`what` "queries") or of the
+    candidates of all its queries ("documents"): what it holds and where, known before
+    anything is embedded."""
     split = self.split_data(data)
-    if what == "queries":
-      texts, max_pieces = split.all_queries, 0
-    else:
-      documents = self.collection()
-      ids = sorted({docid for ranking in split.candidates.values() for docid, _ in ranking})
-      texts, max_pieces = {docid: documents[docid] for docid in ids}, (
-          self.spec.max_document_pieces)
-    key = storage.settings_key({**self.embedding_settings, "what": what,
-                                        "max_pieces": max_pieces,
-                                        "texts": feature_cache.rows_sha256(
-                                            sorted(texts.items()))})
-    path = embedding_store.store_path(os.path.join(self.cache_dir(data), "embeddings"),
-                                      what, key)
-    return key, path, texts, max_pieces
+    return ranking_embeddings.store_plan(
+        self.embedding_settings, os.path.join(self.cache_dir(data), "embeddings"), split,
+        self.collection(), what, self.spec.max_document_pieces)
 
   def embeddings(self, data: RankingDataConfig, what: str) -> embedding_store.EmbeddingStore:
     """The cached token embeddings of `_store(data, what)`, computed on first use."""
-    key, path, texts, max_pieces = self._store(data, what)
-    if path in self._stores:
-      return self._stores[path]
-    if not embedding_store.holds(path, key):
-      os.makedirs(os.path.dirname(path), exist_ok=True)
-      self._write_embeddings(path, key, texts, max_pieces)
-    store = embedding_store.EmbeddingStore(path)
-    logging.info("%s: %d %s embedded in %.1f s", path, len(store), what,
-                 store.info.get("seconds", float("nan")))
-    self._stores[path] = store
-    return store
-
-  def _write_embeddings(self, path: str, key: str, texts: Dict[str, str],
-                        max_pieces: int) -> None:
-    embedder = self._embedder()
-    embed = tf.function(lambda batch: embedder.embed(batch, max_pieces),
-                        input_signature=[tf.TensorSpec([None], tf.string)])
-    ids = sorted(texts, key=lambda i: (len(texts[i]), i))     # similar lengths together
-
-    def vectors():
-      for first in range(0, len(ids), EMBED_BATCH):
-        batch = ids[first:first + EMBED_BATCH]
-        out = embed(tf.constant([texts[i] for i in batch]))
-        emb, mask = out["token_embeddings"].numpy(), out["token_mask"].numpy()
-        for row in range(len(batch)):
-          yield emb[row, :int(mask[row].sum())]
-    embedding_store.write(path, key, ids, vectors(), embedder.model.config.d_model,
-                          info={"texts": len(ids), "max_pieces": max_pieces})
+    plan = self._store(data, what)
+    if plan.path not in self._stores:
+      self._stores[plan.path] = ranking_embeddings.open_store(plan, self._embedder)
+    return self._stores[plan.path]
 
   # ---- training ----------------------------------------------------------------------------
 
@@ -453,8 +329,8 @@ class RankingTask(base.XLNetTask):
     """The files of the split and the keys of its embedding stores (nothing embedded
     yet)."""
     return {**self.split_data(data).sources,
-            "documents": self._store(data, "documents")[0],
-            "queries_embedded": self._store(data, "queries")[0]}
+            "documents": self._store(data, "documents").key,
+            "queries_embedded": self._store(data, "queries").key}
 
   def prepare_validation(self, data: RankingDataConfig) -> None:
     self.embeddings(data, "queries")
