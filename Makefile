@@ -10,7 +10,7 @@ STAMP_RUNTIME := $(VENV)/.installed-runtime
 STAMP_TEST := $(VENV)/.installed-test
 PYTEST_ARGS ?=
 
-.PHONY: help venv demo ablation pictures test test-fast bench bench-data bench-pretrain \
+.PHONY: help venv demo ablation pictures test test-fast lint bench bench-data bench-pretrain \
 	bench-serving bazel-test beam-venv test-beam clean check-python check-python-beam
 
 DEMO_DIR ?= runs/demo
@@ -25,6 +25,7 @@ help:
 	@echo "make test       create $(VENV) if missing, install requirements.txt and"
 	@echo "                requirements-test.txt, run all tests"
 	@echo "make test-fast  the suite without tests marked slow"
+	@echo "make lint       ruff with pyproject.toml's rule set (pinned in requirements-test.txt)"
 	@echo "make bazel-test the same tests under Bazel (bazel test //...), offline, with $(VENV)'s Python;"
 	@echo "                BAZEL_ARGS=--test_tag_filters=-slow skips the slow ones"
 	@echo "make test-beam  the Beam pipeline's test in $(VENV_BEAM) (requirements + requirements-beam:"
@@ -100,6 +101,9 @@ test: $(STAMP_TEST)
 
 test-fast: $(STAMP_TEST)
 	$(BIN)/python -m pytest -m "not slow" $(TEST_PARALLEL) $(PYTEST_ARGS)
+
+lint: $(STAMP_TEST)
+	$(BIN)/python -m ruff check .
 
 # The optional Beam pipeline (requirements-beam.txt) in a venv of its own: Beam 2.77 pins
 # protobuf < 7, which sentencepiece 0.2.3's generated model module (used by the serving

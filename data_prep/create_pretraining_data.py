@@ -9,8 +9,9 @@ r"""Corpus -> pretraining TFRecords with offline targets and factorization order
 
 Writes `pretrain-c*-p*.tfrecord` shards (with `.stats.json` beside each) and, last,
 `manifest.json` (or one `manifest.task-*.json` per --task_index), which
-`xlnet_tf.data.pretrain_reader.pretrain_dataset` and `experiments/pretrain.py` read. Rerunning the same
-command after a crash skips the finished shards and gives the same output.
+`xlnet_tf.data.pretrain_reader.pretrain_dataset` and `experiments/pretrain.py` read.
+Rerunning the same command after a crash skips the finished shards and gives the same
+output.
 """
 
 from xlnet_tf import console

@@ -35,8 +35,8 @@ Three parts:
    the imports; every tool is started by a small launcher that imports what the tool
    needs first (TensorFlow for Model Garden's scripts; `data_prep.pipeline`, which does
    not import TensorFlow, for ours), notes the time and the process's CPU seconds, then
-   runs the tool as __main__, and the "net" columns subtract that start (wall: the mean over the launched
-   processes, which start together; CPU: their sum). CPU seconds are those of the
+   runs the tool as __main__, and the "net" columns subtract that start (wall: the mean
+   over the launched processes, which start together; CPU: their sum). CPU seconds are those of the
    processes and all their descendants (this process becomes their child subreaper to
    collect a pool's forkserver and workers); unlike the wall clock they hardly depend on
    other jobs sharing the cores.

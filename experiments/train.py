@@ -3,7 +3,8 @@ evaluated, both, or exported.
 
   xlnet-train --experiment=xlnet/classification \
       --config_file=experiments/configs/classification_demo.yaml \
-      --params_override="task.train_data.spiece_model=runs/demo/spiece/spiece.model,task.validation_data.spiece_model=runs/demo/spiece/spiece.model" \
+      --params_override="task.train_data.spiece_model=runs/demo/spiece/spiece.model,\
+task.validation_data.spiece_model=runs/demo/spiece/spiece.model" \
       --mode=train_and_eval --model_dir=runs/demo_classifier
 
 (`python -m experiments.train ...` works the same from a checkout.) The YAML files are
@@ -31,7 +32,7 @@ from official.common import flags as tfm_flags  # noqa: E402
 from official.core import train_utils  # noqa: E402
 
 from xlnet_tf import paths  # noqa: E402
-import xlnet_tf.tasks.all_tasks  # noqa: F401  (registers every task and its experiment)
+import xlnet_tf.tasks.all_tasks  # noqa: E402,F401  (registers every task and its experiment)
 from xlnet_tf.tasks import train_lib  # noqa: E402
 from xlnet_tf.training import run_directory  # noqa: E402
 

@@ -28,7 +28,7 @@ tf.config.set_logical_device_configuration(
 from official.core import exp_factory  # noqa: E402
 from official.core import task_factory  # noqa: E402
 
-from xlnet_tf.tasks import squad
+from xlnet_tf.tasks import squad  # noqa: E402
 from xlnet_tf.tasks import train_lib  # noqa: E402
 from xlnet_tf.training import loop  # noqa: E402
 

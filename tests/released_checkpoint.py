@@ -59,7 +59,7 @@ def original_encoder_arrays(config: XLNetConfig, seed=0, scale=0.3):
   Layer norms get gamma near 1 and beta near 0, like trained ones.
   """
   rng = np.random.default_rng(seed)
-  L, D, N, H, I = (config.n_layer, config.d_model, config.n_head, config.d_head,
+  L, D, N, H, F = (config.n_layer, config.d_model, config.n_head, config.d_head,
                    config.d_inner)
   bias = [L, N, H] if config.untie_r else [N, H]
   shapes = {f"{T}/word_embedding/lookup_table": [config.n_token, D],
@@ -68,9 +68,9 @@ def original_encoder_arrays(config: XLNetConfig, seed=0, scale=0.3):
   for i in range(L):
     for proj in "qkvro":
       shapes[f"{T}/layer_{i}/rel_attn/{proj}/kernel"] = [D, N, H]
-    shapes[f"{T}/layer_{i}/ff/layer_1/kernel"] = [D, I]
-    shapes[f"{T}/layer_{i}/ff/layer_1/bias"] = [I]
-    shapes[f"{T}/layer_{i}/ff/layer_2/kernel"] = [I, D]
+    shapes[f"{T}/layer_{i}/ff/layer_1/kernel"] = [D, F]
+    shapes[f"{T}/layer_{i}/ff/layer_1/bias"] = [F]
+    shapes[f"{T}/layer_{i}/ff/layer_2/kernel"] = [F, D]
     shapes[f"{T}/layer_{i}/ff/layer_2/bias"] = [D]
   out = {name: (scale * rng.standard_normal(shape)).astype(np.float32)
          for name, shape in shapes.items()}

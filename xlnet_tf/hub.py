@@ -284,9 +284,9 @@ def download(url: str, destination: str, progress: bool = True, attempts: int = 
   answers 200 (the whole file) restarts it from the first byte. A 416 answer whose
   `Content-Range: bytes */N` has N equal to the partial file's size means it is already
   complete (an earlier call stopped before renaming it): it gets its name as it is (the
-  caller verifies it as any download); any other 416 restarts from the first byte. A connection that drops
-  while the body is read is resumed the same way, up to `attempts` times. The file gets
-  its name only when all Content-Length bytes arrived.
+  caller verifies it as any download); any other 416 restarts from the first byte. A
+  connection that drops while the body is read is resumed the same way, up to `attempts`
+  times. The file gets its name only when all Content-Length bytes arrived.
 
   Raises:
     PresetDownloadError: no connection (refused, unknown host), an HTTP error, or every

@@ -223,7 +223,8 @@ def _log_softmax(x):
 def test_question_answering_simple(tmp_path):
   hf_model, source = _hf_dir(tmp_path, transformers.XLNetForQuestionAnsweringSimple)
   report = convert(source, os.fspath(tmp_path / "out"))
-  model, spec = model_directory.load(os.fspath(tmp_path / "out"), SimpleQASpec, start_n_top=2, end_n_top=3)
+  model, spec = model_directory.load(os.fspath(tmp_path / "out"), SimpleQASpec, start_n_top=2,
+                                     end_n_top=3)
   inputs = _inputs(seed=5, batch=3, length=14, lengths=(14, 12, 13))
   out = _hf_run(hf_model, inputs)
   ours = _ours(model, inputs)

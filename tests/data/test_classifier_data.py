@@ -22,7 +22,9 @@ from xlnet_tf.data.classifier_readers import movie_reviews as movie_reviews_read
 from xlnet_tf.data.classifier_tasks import InputExample
 from xlnet_tf.evaluation import classifier_metrics as metrics
 
-SENTIMENT_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+SENTIMENT_FILE = os.path.join(ROOT,
                               "data_prep", "sample_data", "sentiment",
                               "movieReviewSnippets_GroundTruth.txt")
 SEP, CLS = 4, 3    # the released ids, written out

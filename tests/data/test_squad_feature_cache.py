@@ -18,8 +18,10 @@ from xlnet_tf.data import tagging_features
 from xlnet_tf.data import text_alignment
 from xlnet_tf.data import tokenization
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 QA_FILES = sorted(glob.glob(os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data_prep", "sample_data",
+    ROOT, "data_prep", "sample_data",
     "qa", "*.json")))
 # Tiny windows: many per paragraph, answers both inside and outside them.
 T, STRIDE, QUERY = 64, 24, 16

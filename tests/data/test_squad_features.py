@@ -11,8 +11,10 @@ from xlnet_tf.data import squad_features
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.tokenization import CLS_ID, PAD_ID, SEP_ID
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 QA_FILES = sorted(glob.glob(os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data_prep", "sample_data",
+    ROOT, "data_prep", "sample_data",
     "qa", "*.json")))
 
 

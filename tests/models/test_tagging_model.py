@@ -2,9 +2,10 @@
 serialization and model directory.
 
 The HF model is saved with `save_pretrained` and converted with `xlnet_tf.convert --task
-pretrained` (the encoder alone, the task head set aside); the encoder is restored from the converted directory and the
-head copied by HF's names (`classifier.weight` transposed, `classifier.bias`). Inputs are
-real Brown sentences in the tagging layout (left padding, first-piece labels).
+pretrained` (the encoder alone, the task head set aside); the encoder is restored from the
+converted directory and the head copied by HF's names (`classifier.weight` transposed,
+`classifier.bias`). Inputs are real Brown sentences in the tagging layout (left padding,
+first-piece labels).
 """
 
 import os

@@ -38,6 +38,8 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
+from xlnet_tf.models.xlnet_classifier import ClassifierSpec
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if not os.path.isdir(os.path.join(ROOT, "docs")):   # e.g. a Bazel runfiles tree without docs/
   pytest.skip("docs/ is not in this tree", allow_module_level=True)
@@ -52,7 +54,6 @@ BLOCK_TIMEOUT = 900
 
 # ---- parsing ----------------------------------------------------------------------------------
 
-from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 @dataclasses.dataclass
 class Marker:
   kind: str                                # "run", "replace" or "skip"

@@ -32,6 +32,8 @@ from xlnet_tf.models.xlnet_multiple_choice import XLNetMultipleChoice
 from xlnet_tf.models.xlnet_squad import XLNetForSquad
 from xlnet_tf.models.xlnet_tagger import XLNetTagger
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 CONFIG = small_config(n_token=60)
 TOP = "xlnet_tiny_L-2_H-16"
 SPIECE = b"not a real SentencePiece model, copied as it is"
@@ -436,7 +438,7 @@ def test_a_second_process_waits_for_the_entry_lock(archive, serve, tiny, tmp_pat
   entry = hub.entry_dir(preset, cache)
   holder = subprocess.Popen(  # pylint: disable=consider-using-with
       [sys.executable, "-c", _HOLD_LOCK, entry, hub.LOCK_FILE, "3"],
-      stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+      stdout=subprocess.PIPE, text=True, cwd=ROOT)
   try:
     assert holder.stdout.readline().strip() == "held"
     started = time.monotonic()

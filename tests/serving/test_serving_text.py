@@ -30,8 +30,10 @@ from xlnet_tf.serving.text_encoder import XLNetTextEncoder, normalize_text_tf
 from xlnet_tf.serving.text_layouts import classifier_inputs
 from xlnet_tf.serving.text_layouts import classifier_layout
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 U = "\u2581"  # SentencePiece's word-start marker
-SENTIMENT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+SENTIMENT = os.path.join(ROOT,
                          "data_prep", "sample_data", "sentiment",
                          "movieReviewSnippets_GroundTruth.txt")
 
@@ -274,7 +276,8 @@ def test_resplit_in_graph_equals_python(comma_model):
   # The whole corpus with these pieces ("1775," occurs in it).
   lines = moby_lines()
   want = python_ids(sp, lines)
-  assert sum(w != sp.encode(tokenization.normalize_text(l)) for l, w in zip(lines, want)) > 0
+  assert sum(w != sp.encode(tokenization.normalize_text(text))
+             for text, w in zip(lines, want)) > 0
   assert encoder.tokenize(lines).to_list() == want
 
 

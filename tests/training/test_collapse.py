@@ -173,7 +173,8 @@ def test_run_classifier_prints_the_collapse_line(spiece_model, tmp_path):
        "--collapse_check_steps=2"],
       cwd=ROOT, capture_output=True, text=True, check=False)
   assert result.returncode == 0, result.stderr[-3000:]
-  [line] = [l for l in result.stdout.splitlines() if l.startswith("fine-tuning collapsed")]
+  [line] = [text for text in result.stdout.splitlines()
+            if text.startswith("fine-tuning collapsed")]
   loss = float(line.split("training loss ", 1)[1].split(" ", 1)[0])
   assert line == _expected_line(loss, 2, "--restarts=N retries with the next seed")
   assert line in result.stderr                    # and logged (absl logging.warning)

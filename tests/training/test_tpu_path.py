@@ -1,6 +1,6 @@
 """The TPU path without a TPU: static shapes, the whole replica step compiled by XLA (as the
-TPU compiles it), the host loop (many steps per call, no new trace for another step count), and the Cloud TPU
-flagfiles with the paper's XLNet-Large hyperparameters."""
+TPU compiles it), the host loop (many steps per call, no new trace for another step count),
+and the Cloud TPU flagfiles with the paper's XLNet-Large hyperparameters."""
 
 import json
 import os

@@ -381,11 +381,12 @@ def tables(checkpoints: List[Dict[str, Any]]) -> str:
            "cf single | unigram | unigram span | unigram single | unigram_text |",
            "|" + "---|" * 12]
   for c in checkpoints:
-    l = c["loss"]
-    lines.append(f"| {c['step']} | {l['targets']} ({l['span_targets']}/{l['single_targets']}) | "
-                 + " | ".join(_cell(l[k + p]) for k in ("loss", "context_free", "unigram")
+    loss = c["loss"]
+    lines.append(f"| {c['step']} | {loss['targets']} ({loss['span_targets']}/"
+                 f"{loss['single_targets']}) | "
+                 + " | ".join(_cell(loss[k + p]) for k in ("loss", "context_free", "unigram")
                               for p in ("", "_span", "_single"))
-                 + f" | {_cell(l['unigram_text'])} |")
+                 + f" | {_cell(loss['unigram_text'])} |")
   lines += ["", "| step | stream | layer | head | entropy | H/ln(visible) | <sep> | <cls> | "
             "self | neighbours |", "|" + "---|" * 10]
   for c in checkpoints:

@@ -10,8 +10,9 @@ relevance judgments (qrels) and runs, read into plain dicts and written back.
 Formats:
   queries    TSV `qid<TAB>text` (blank lines skipped; a first line `qid<TAB>query` or the
              like is a header), or TREC topics (`<top> <num> Number: 51 <title> text ...
-             </top>`: the title is the query), or the Web Track's XML topics (`<topic number="51" ...> <query>text</query> ...
-             </topic>`, 2009-2014: the <query> is the query). A file whose first non-blank
+             </top>`: the title is the query), or the Web Track's XML topics
+             (`<topic number="51" ...> <query>text</query> ... </topic>`, 2009-2014: the
+             <query> is the query). A file whose first non-blank
              text starts with `<top>` is a topic file, with `<webtrack`, `<topic` or `<?xml`
              a Web Track file.
   documents  JSONL, one `{"docid": ..., "text": ..., "title": ...}` a line ("title"

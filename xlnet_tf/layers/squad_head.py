@@ -8,7 +8,8 @@ Training (`start_positions` given) conditions the end on the GOLD start. Inferen
 the `start_n_top` best starts, and for each the `end_n_top` best ends. The answer class
 sees, in training as at inference, the start states averaged with the (masked) start
 probabilities, as the released run_squad does; `answer_class_start="gold"` gives it the
-gold start's state in training instead (HuggingFace's XLNetForQuestionAnswering). All scores are LOG-probabilities, laid out start-major:
+gold start's state in training instead (HuggingFace's XLNetForQuestionAnswering). All
+scores are LOG-probabilities, laid out start-major:
 end_top_log_probs [B, start_n_top, end_n_top] (HF flattens end-major; see docs/fine-tuning.md).
 
   >>> head = SquadHead(768, start_n_top=5, end_n_top=5)
