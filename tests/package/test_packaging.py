@@ -69,6 +69,7 @@ NOT_IMPORTED = {
     "pytest-xdist": "make test runs the suite in two processes (pytest -n 2)",
     "pytrec-eval-terrier": "ir-measures computes MAP and P@k with it (ranking_metrics)",
     "jaxlib": "jax's XLA client, whose cost analysis profile_step --program reads",
+    "ruff": "the linter of make lint (.ci/run): a command, imported by nothing",
 }
 # Modules that belong to an extra: they may import its distributions at module level (an
 # install without the extra never imports them). Any other module imports an extra's
@@ -273,16 +274,16 @@ def test_pyproject_has_no_extra_without_a_lock():
 
 def test_the_test_extra_is_the_huggingface_extra_and_pytest():
   """[test] spells out [huggingface]'s lines (no self-reference, see pyproject.toml), the
-  same requirements, plus pytest and pytest-xdist (make test's two processes) and jax /
-  jaxlib (XLA's cost analysis, tested); a PART_OF extra's lines are all in the other
-  extra."""
+  same requirements, plus pytest and pytest-xdist (make test's two processes), jax /
+  jaxlib (XLA's cost analysis, tested) and ruff (make lint); a PART_OF extra's lines are all
+  in the other extra."""
   for part, whole in PART_OF.items():
     part_lines, whole_lines = _declared(part), _declared(whole)
     differ = {name: (str(r), str(whole_lines.get(name))) for name, r in part_lines.items()
               if str(whole_lines.get(name)) != str(r)}
     assert not differ, f"[{part}]'s lines differ in [{whole}]: {differ}"
-  assert set(_declared("test")) == set(_declared("huggingface")) | {"pytest", "pytest-xdist",
-                                                                     "jax", "jaxlib"}
+  assert set(_declared("test")) == set(_declared("huggingface")) | {
+      "pytest", "pytest-xdist", "jax", "jaxlib", "ruff"}
   assert set(_declared("huggingface")) == {"torch", "transformers"}
 
 
