@@ -503,7 +503,7 @@ def load_pretrained(name_or_directory: str, cache_dir: Optional[str] = None,
   downloaded and converted into the cache on first use) or a model directory;
   `run_options` as `pretrained.load_directory` (mem_len, reuse_len, dropout, ...)."""
   return pretrained.load_directory(model_dir(name_or_directory, cache_dir, progress=progress),
-                                    **run_options)
+                                   **run_options)
 
 
 def from_preset(preset: str, model_class: type, *args, cache_dir: Optional[str] = None,

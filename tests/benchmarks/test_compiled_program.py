@@ -128,7 +128,7 @@ def test_recomputation_survives_a_newer_xla():
   costs = {}
   for recompute in ("none", "layer"):
     config, feed, _, _ = step_speed.config_and_feed("small", 128, 20, 1000, 2,
-                                                                recompute)
+                                                    recompute)
     step = step_speed.compiled_train_step(config, feed, jit=True)
     costs[recompute] = profile_step.compiled_cost(profile_step.hlo_program(step, feed))
   assert costs["layer"]["flops"] > 1.2 * costs["none"]["flops"]

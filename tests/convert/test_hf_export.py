@@ -214,7 +214,7 @@ def _race_case(config, directory):
 def _tagger_case(config, directory):
   model = _randomize(build_tagger(config, 5), 13)
   spec = TaggerSpec("ner", ("O", "B-PER", "I-PER", "B-LOC", "I-LOC"),
-                                    max_seq_length=16, scheme="bio")
+                    max_seq_length=16, scheme="bio")
   model_directory.save(model, directory, spec, None)
   return model
 
@@ -222,7 +222,7 @@ def _tagger_case(config, directory):
 def _qa_simple_case(config, directory):
   model = _randomize(build_simple_qa(config, start_n_top=3, end_n_top=2), 15)
   spec = SimpleQASpec(max_seq_length=16, max_query_length=4, doc_stride=8,
-                                      start_n_top=3, end_n_top=2)
+                      start_n_top=3, end_n_top=2)
   model_directory.save(model, directory, spec, None)
   return model
 
@@ -428,7 +428,7 @@ def test_cli_exports_classifier_with_tokenizer_and_card(tmp_path):
   config = _config(n_token=32000)
   model = _randomize(build_classifier(config, 2), 31)
   spec = ClassifierSpec("imdb", ("neg", "pos"), max_seq_length=64,
-                                        uncased=True)
+                        uncased=True)
   source = tmp_path / "ours"
   model_directory.save(model, os.fspath(source), spec, RELEASED_SPIECE)
   (source / model_card.CARD_FILE).write_text(model_card.render(

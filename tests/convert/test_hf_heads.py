@@ -273,7 +273,7 @@ def test_question_answering_simple_saved_model(tmp_path):
       XLNetTextEncoder(RELEASED_SPIECE), tf.constant([question]), tf.constant([context]),
       96, 16).items()}
   out = _hf_run(hf_model, {k: features[k][None] for k in ("input_ids", "segment_ids",
-                                                            "input_mask")})
+                                                          "input_mask")})
   best = (-np.inf, None)
   log_probs = {key: _log_softmax(np.where(features["p_mask"] > 0, -1e30,
                                           getattr(out, f"{key}_logits").numpy()[0]))
@@ -826,7 +826,7 @@ def test_command_line_to_a_served_model(tmp_path, lower):
   assert not [p for p in os.listdir(tmp_path) if ".partial-" in p]
   _, spec = model_directory.load(os.fspath(out), ClassifierSpec)
   assert (spec.uncased, spec.keep_accents, list(spec.labels)) == (lower, False,
-                                                                   ["neg", "pos"])
+                                                                  ["neg", "pos"])
 
   # Real sentences (and one with accents) where HF's tokenizer gives the ids of the
   # released preprocessing + SentencePiece (HF's tokenizers-based XLNetTokenizer differs on

@@ -268,7 +268,7 @@ def _exports(spiece_model, tmp_path_factory):
   from xlnet_tf.serving import squad_export  # pylint: disable=g-import-not-at-top
   work = tmp_path_factory.mktemp("exports")
   spec = ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
-                                        max_seq_length=SEQ)
+                        max_seq_length=SEQ)
   model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
   model_directory.save(model, os.fspath(work / "classifier"), spec, spiece_model)
   classifier = classifier_export.export_classifier(os.fspath(work / "classifier"),

@@ -169,7 +169,7 @@ def test_mnli_columns_and_matched_mismatched_splits(mnli_dir):
                    "entailment")]                   # gold_label, not label1..5
   test = task.read(mnli_dir, "test")
   assert [(e.guid, e.text_a, e.label) for e in test] == [("test-0", "Test premise.", None),
-                                                          ("test-1", "Second.", None)]
+                                                         ("test-1", "Second.", None)]
   assert task.read(mnli_dir, "test_mismatched")[0].text_b == "Mm hypothesis."
   assert task.input_files(mnli_dir, "dev_mismatched") == [
       os.path.join(mnli_dir, "dev_mismatched.tsv")]

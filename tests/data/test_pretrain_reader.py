@@ -100,7 +100,7 @@ def _ranks_of(records_dir, stream_index, stream_step):
 
 @pytest.mark.parametrize("replicas", [1, 2, 4])
 def test_each_replica_keeps_its_streams_and_gets_forward_then_backward(pretraining_records,
-                                                                        replicas):
+                                                                       replicas):
   """One input pipeline feeding `replicas` replicas (batches go round-robin to replicas):
   a replica always gets the same streams, one step further each time, and its batch is
   [forward streams, the same streams reversed] whatever num_core_per_host was."""

@@ -123,7 +123,7 @@ def test_a_cache_of_another_format_is_refused(spiece_model, tmp_path):
   sentences = [tagging_features.TaggedSentence("s0", ("Call", "me", "Ishmael"))]
   path = tagging_features.cached_features(sentences, spiece_model, T, cache_dir=str(tmp_path))
   with pytest.raises(ValueError, match=re.escape(path) + r": a 'xlnet_tf.tagging.v1' cache, "
-                                       r"not SQuAD windows"):
+                     r"not SQuAD windows"):
     sf.squad_dataset(path, 4, is_training=False)
   with pytest.raises(FileNotFoundError, match="no such feature cache file"):
     sf.squad_dataset(str(tmp_path / "missing.tfrecord"), 4, is_training=False)

@@ -109,7 +109,7 @@ def comma_sp(spiece_model, tmp_path_factory):
   extra = [U + "2000,", U + "2000", "2000,", "2000", "1851,", "1851", U + "7,", U + "whale,",
            U + "1775,", "000,", U + "40,"]
   path = with_extra_pieces(spiece_model, extra,
-                            tmp_path_factory.mktemp("comma") / "comma.model")
+                           tmp_path_factory.mktemp("comma") / "comma.model")
   return tokenization.load_spiece(path)
 
 
@@ -119,7 +119,7 @@ def test_resplit_word_initial_number(comma_sp):
   assert U + "2000," in sp.encode(text, out_type=str)  # the case the re-split exists for
   assert sp.encode("2000", out_type=str) == [U + "2000"]
   expected = sp.encode("In", out_type=str) + [U + "2000", ","] + sp.encode("the whale",
-                                                                          out_type=str)
+                                                                           out_type=str)
   assert tokenization.encode_pieces(sp, text) == expected
   assert tokenization.encode_ids(sp, text) == [sp.piece_to_id(p) for p in expected]
   assert tokenization.UNK_ID not in tokenization.encode_ids(sp, text)

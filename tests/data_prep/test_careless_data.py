@@ -97,7 +97,7 @@ def test_a_manifest_without_shards_is_not_sound(pretraining_records, tmp_path):
     (lambda m: m.update(counts=[]), "field counts is [], expected an object {...}"),
 ])
 def test_a_hand_edited_manifest_field_is_named_with_its_type(pretraining_records, tmp_path,
-                                                            edit, message):
+                                                             edit, message):
   out = _copy_records(pretraining_records[0], tmp_path)
   path = _edit_manifest(out, edit)
   with pytest.raises(ValueError, match=re.escape(f"{path}: {message}")):

@@ -278,7 +278,7 @@ def test_writer_matches_tensorflow_on_edge_values_and_urls(tmp_path):
 
 
 def test_preprocessing_local_files_never_imports_tensorflow(pretraining_records,
-                                                           spiece_model, tmp_path):
+                                                            spiece_model, tmp_path):
   """The command line with 2 workers runs where `import tensorflow` fails (in its process,
   the pool's server process and the workers alike) and writes the same records."""
   records_dir, inputs = pretraining_records

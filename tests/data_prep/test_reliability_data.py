@@ -138,7 +138,7 @@ def test_shards_record_size_and_checksum_and_bad_shards_are_found(pretraining_re
     f.write(bytes([byte[0] ^ 0xFF]))
   problems = pretrain_records.diagnose_shards(manifest)
   assert [(p, o) for p, _, o in problems] == [(truncated["path"], tf_offset),
-                                             (flipped["path"], problems[1][2])]
+                                              (flipped["path"], problems[1][2])]
   assert "truncated record" in problems[0][1]
   assert "CRC-32C" in problems[1][1] and "corrupt record" in problems[1][1]
   assert problems[1][2] < 5000

@@ -27,7 +27,7 @@ RUN = {
 
 # query-A: DCG = (2^2-1)/log2(3) + (2^1-1)/log2(5); ideal order 2, 1, 1.
 NDCG_A = (3 / math.log2(3) + 1 / math.log2(5)) / (3 / math.log2(2) + 1 / math.log2(3)
-                                                   + 1 / math.log2(4))
+                                                  + 1 / math.log2(4))
 # ERR: rank 2 stops 3/16 of the users (1/2 each), rank 4 1/16 of the remaining 13/16 (1/4).
 ERR_A = (3 / 16) / 2 + (13 / 16) * (1 / 16) / 4
 AP_A = (1 / 2 + 2 / 4) / 3           # relevant at ranks 2 and 4 of 3 relevant

@@ -281,8 +281,8 @@ def model_dir(spiece_model, tmp_path_factory):
 def test_cli_prints_the_decoded_continuation(model_dir, spiece_model, capsys):
   prompt = "Call me Ishmael. Some years ago"
   _cli(["--model_dir", model_dir, "--prompt", prompt, "--max_new_tokens", "6",
-            "--strategy", "sample", "--top_k", "40", "--top_p", "0.9", "--temperature",
-            "0.8", "--seed", "1"])
+        "--strategy", "sample", "--top_k", "40", "--top_p", "0.9", "--temperature",
+        "0.8", "--seed", "1"])
   printed = capsys.readouterr().out
   sp = tokenization.load_spiece(spiece_model)
   ids = tokenization.encode_ids(sp, tokenization.normalize_text(prompt))

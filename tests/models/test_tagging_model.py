@@ -116,7 +116,7 @@ def test_config_round_trip_and_model_directory(spiece_model, tmp_path):
          "input_mask": tf.constant([[1.0, 1.0, 0, 0, 0, 0]])}
 
   spec = TaggerSpec("brown", tuple(f"t{i}" for i in range(NUM_LABELS)),
-                                    max_seq_length=SEQ)
+                    max_seq_length=SEQ)
   model_directory.save(model, os.fspath(tmp_path / "tagger"), spec, spiece_model)
   loaded, loaded_spec = model_directory.load(os.fspath(tmp_path / "tagger"), TaggerSpec)
   assert loaded_spec == spec

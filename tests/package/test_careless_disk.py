@@ -188,7 +188,7 @@ def classifier_dir(spiece_model, tmp_path_factory):
   """A model directory of a small classifier (vocabulary 4000), as run_classifier writes."""
   directory = os.fspath(tmp_path_factory.mktemp("classifier") / "model")
   spec = ClassifierSpec(task_name="movie_reviews",
-                                        labels=("negative", "positive"), max_seq_length=32)
+                        labels=("negative", "positive"), max_seq_length=32)
   model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
   model_directory.save(model, directory, spec, spiece_model)
   return directory

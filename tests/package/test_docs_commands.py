@@ -298,7 +298,7 @@ def _fine_tuned_classifier(work, name):
   from xlnet_tf.configs import XLNetConfig  # pylint: disable=g-import-not-at-top
   from xlnet_tf.models.xlnet_classifier import build_classifier  # pylint: disable=g-import-not-at-top
   spec = ClassifierSpec(task_name="movie_reviews",
-                                        labels=("negative", "positive"), max_seq_length=32)
+                        labels=("negative", "positive"), max_seq_length=32)
   model = build_classifier(XLNetConfig(**TINY, n_token=32000), 2, dropout_rate=0.0)
   model_directory.save(model, os.path.join(work, name), spec, RELEASED_SPIECE)
 

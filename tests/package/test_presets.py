@@ -401,7 +401,7 @@ def test_task_models_from_a_preset_get_its_encoder_and_a_fresh_head(
   cache = str(tmp_path / "cache")
   encoder_arrays = {k: v for k, v in arrays.items() if k != released_names.LM_BIAS}
   classifier = xlnet_tf.from_preset(preset.name, XLNetClassifier, num_classes=3, cache_dir=cache,
-                                           progress=False)
+                                    progress=False)
   assert classifier.logit.kernel.shape == (CONFIG.d_model, 3)
   assert classifier.config.mem_len == 0 and classifier.config.dropout == 0.1
   for name, variable in released_names.encoder_variables(classifier.encoder).items():
@@ -451,7 +451,7 @@ def test_a_second_process_waits_for_the_entry_lock(archive, serve, tiny, tmp_pat
 
 
 def test_a_task_init_checkpoint_may_name_a_preset(archive, serve, tiny, tmp_path,
-                                                   monkeypatch):
+                                                  monkeypatch):
   """task.init_checkpoint "xlnet_base_cased"-style: the task takes the preset's sizes,
   SentencePiece model and encoder weights from the cache (downloaded on first use)."""
   from official.core import exp_factory  # pylint: disable=g-import-not-at-top

@@ -56,12 +56,12 @@ def test_mask_picture_is_what_the_model_attends_with(order):
                           output_attentions=True)
   for probs in outputs["attentions"]:                          # [1, N, T, T]
     np.testing.assert_array_equal(probs.numpy()[0] > 0, np.broadcast_to(content,
-                                                                       probs.shape[1:]))
+                                                                        probs.shape[1:]))
   for probs in outputs["query_attentions"]:                    # [1, N, P=T, T]
     visible = probs.numpy()[0] > 0
     rows = query.any(-1)          # the first-predicted token sees nothing: uniform garbage
     np.testing.assert_array_equal(visible[:, rows], np.broadcast_to(query[rows],
-                                                                   visible[:, rows].shape))
+                                                                    visible[:, rows].shape))
 
 
 def test_head_scores_on_textbook_patterns():

@@ -38,7 +38,7 @@ from xlnet_tf.runs import transfer
 def test_the_speeches_corpus_holds_out_every_tenth_speech_one_sentence_per_line(tmp_path):
   settings = demo_run.DemoSettings(corpus="sotu")
   summary = demo_run.run_all(str(tmp_path), settings, stages=("corpus",),
-                                  report=lambda line: None)["corpus"]
+                             report=lambda line: None)["corpus"]
   speeches = sorted(os.path.basename(p) for p in glob.glob(demo_run.SOTU_GLOB))
   assert len(speeches) == 123
   pretraining = sorted(os.path.basename(p)
@@ -60,7 +60,7 @@ def test_the_speeches_corpus_holds_out_every_tenth_speech_one_sentence_per_line(
 def test_pretrained_fine_tunes_as_well_as_random_init_on_held_out_sentiment(tmp_path):
   settings = demo_run.DemoSettings(finetune_seeds=(0, 1), compare_random_init=True)
   summaries = demo_run.run_all(str(tmp_path), settings,
-                                    stages=demo_run.STAGES[:5])
+                               stages=demo_run.STAGES[:5])
   finetune = summaries["finetune"]
   print("\nheld-out accuracy (dev + test), per fine-tuning seed:")
   for run in finetune["runs"]:

@@ -141,7 +141,7 @@ def classifier_exports(spiece_model, tmp_path_factory):
   """(spec, bucketed SavedModel, fixed-length SavedModel) of one tiny random classifier."""
   work = tmp_path_factory.mktemp("bucketing")
   spec = ClassifierSpec(task_name="movie_reviews",
-                                        labels=("negative", "positive"), max_seq_length=SEQ)
+                        labels=("negative", "positive"), max_seq_length=SEQ)
   tf.keras.utils.set_random_seed(7)
   model = build_classifier(_config(), 2, dropout_rate=0.0)
   model_dir = str(work / "model")
@@ -223,8 +223,8 @@ def test_the_model_card_says_how_the_export_pads(classifier_exports):
 @pytest.mark.parametrize("summary_type", ["mean", "attn"])
 def test_the_other_padding_free_summaries_bucket_alike(spiece_model, summary_type):
   spec = ClassifierSpec(task_name="movie_reviews",
-                                        labels=("negative", "positive"), max_seq_length=SEQ,
-                                        summary_type=summary_type)
+                        labels=("negative", "positive"), max_seq_length=SEQ,
+                        summary_type=summary_type)
   model = build_classifier(_config(), 2, dropout_rate=0.0,
                            summary_type=summary_type)
   assert ClassifierServing(model, spec, spiece_model).bucketed           # the default
@@ -250,8 +250,8 @@ def test_summaries_that_read_padding_stay_fixed_length(spiece_model):
   encoder = XLNetTextEncoder(spiece_model)
   for summary_type, model in models.items():
     spec = ClassifierSpec(task_name="movie_reviews",
-                                          labels=("negative", "positive"),
-                                          max_seq_length=SEQ, summary_type=summary_type)
+                          labels=("negative", "positive"),
+                          max_seq_length=SEQ, summary_type=summary_type)
     assert resolve_bucketed(spec, None) is False and resolve_bucketed(spec, False) is False
     with pytest.raises(ValueError, match=f"summary_type '{summary_type}' reads padding"):
       resolve_bucketed(spec, True)
@@ -275,7 +275,7 @@ def test_bucketed_tagger_equals_the_fixed_length_one_on_every_held_out_sentence(
   held_out = [" ".join(s.words) for split in ("dev", "test") for s in splits[split]]
   assert len(held_out) == 690
   spec = TaggerSpec("brown", tuple(brown.tag_list(splits["train"])),
-                                    max_seq_length=SEQ)
+                    max_seq_length=SEQ)
   tf.keras.utils.set_random_seed(11)
   model = build_tagger(_config(), spec.num_labels)
   model_dir = str(tmp_path / "tagger")

@@ -99,7 +99,7 @@ def test_load_pretrained_refuses_nan_weights_naming_directory_and_weight(spiece_
       f"model/transformer/word_embedding/lookup_table); the model cannot be used")
   with pytest.raises(SystemExit) as raised:
     _generate_cli(["--model_dir", directory, "--prompt", "the whale",
-                       "--max_new_tokens", "3"])
+                   "--max_new_tokens", "3"])
   text = _one_line_exit(raised, f"xlnet-generate: {directory}: 1 weight(s) hold NaN")
   assert "model/transformer/word_embedding/lookup_table" in text
 
@@ -192,10 +192,10 @@ def _exports(spiece_model, tmp_path_factory):
   regression_dir, ranker_dir = root / "regression_model", root / "ranker_model"
   model_directory.save(build_classifier(_tiny(), 1), os.fspath(regression_dir),
                        ClassifierSpec("sts-b", None, max_seq_length=16,
-                                                      is_regression=True), spiece_model)
+                                      is_regression=True), spiece_model)
   model_directory.save(build_classifier(_tiny(), 2), os.fspath(pair_dir),
                        ClassifierSpec("rte", ("entailment", "not"),
-                                                      max_seq_length=16), spiece_model)
+                                      max_seq_length=16), spiece_model)
   model_directory.save(build_tagger(_tiny(), 2), os.fspath(tagger_dir),
                        TaggerSpec("tags", ("a", "b"), max_seq_length=16),
                        spiece_model)
@@ -205,8 +205,8 @@ def _exports(spiece_model, tmp_path_factory):
                        spiece_model)
   return {
       "pair": classifier_export.export_classifier(os.fspath(pair_dir),
-                                                 os.fspath(root / "pair"), pair=True,
-                                                 bucketed=False),
+                                                  os.fspath(root / "pair"), pair=True,
+                                                  bucketed=False),
       "tagger": tagger_export.export_tagger(os.fspath(tagger_dir), os.fspath(root / "tagger"),
                                             bucketed=False),
       "regression": classifier_export.export_classifier(

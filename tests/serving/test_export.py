@@ -35,7 +35,7 @@ def _sentences(count):
 def exported(spiece_model, tmp_path_factory):
   work = tmp_path_factory.mktemp("export")
   spec = ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
-                                        max_seq_length=SEQ)
+                        max_seq_length=SEQ)
   model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
   model_directory.save(model, str(work / "model"), spec, spiece_model)
   # The released behaviour, truncation at max_seq_length (whole texts:

@@ -47,7 +47,7 @@ def _spans(python_spans):
 
 @pytest.mark.parametrize("lower", [False, True])
 def test_context_pieces_and_raw_spans_equal_the_python_alignment(spiece_model, tmp_path,
-                                                                  lower):
+                                                                 lower):
   # A vocabulary with "▁2000," and friends exercises the digit-comma re-split.
   model = with_extra_pieces(spiece_model, ["▁2000,", "▁1858,", "00,"],
                             str(tmp_path / "sp.model"))
@@ -97,7 +97,7 @@ def test_squad_inputs_equal_the_first_window(spiece_model):
 
 
 def test_graph_and_python_windows_take_their_constants_from_layouts(spiece_model,
-                                                                     monkeypatch):
+                                                                    monkeypatch):
   """One home for SQuAD's special ids and segment ids: changed in `layouts`, the graph's
   window and the Python one change alike."""
   from xlnet_tf.data import layouts  # pylint: disable=g-import-not-at-top

@@ -142,7 +142,7 @@ def test_refusals_name_the_field():
 
 
 def test_run_pretraining_refuses_a_bidirectional_config_before_any_work(pretraining_records,
-                                                                         tmp_path):
+                                                                        tmp_path):
   records, _ = pretraining_records
   options = pretrain_options(model_dir=os.fspath(tmp_path / "run"), train_steps=2,
                              objective="clm")
@@ -186,7 +186,7 @@ def test_driver_trains_clm_resume_keeps_it_and_its_model_directory_fine_tunes(
       task.read(None, "train")[:16], spiece_model, 32, label_list=task.labels,
       task=task.name, split="train", cache_dir=os.fspath(tmp_path / "features"))
   spec = ClassifierSpec(task_name=task.name, labels=tuple(task.labels),
-                                        max_seq_length=32)
+                        max_seq_length=32)
   options = loop.RunOptions(
       model_dir=os.fspath(tmp_path / "tuned"), train_steps=2, learning_rate=1e-3,
       steps_per_loop=1, save_steps=2, init_checkpoint=final)

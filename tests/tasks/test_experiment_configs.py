@@ -40,8 +40,8 @@ def test_every_yaml_of_the_kind_parses_and_builds_its_task(kind, spiece_model,
 
 @pytest.mark.parametrize("kind", TRAINED, ids=[k.name for k in TRAINED])
 def test_the_kind_trains_in_bfloat16_with_gradient_accumulation(kind, spiece_model,
-                                                                 pretraining_records,
-                                                                 tmp_path):
+                                                                pretraining_records,
+                                                                tmp_path):
   """The same precision (bfloat16: the mixed_bfloat16 policy) and accumulation settings
   work for every task (pretraining with memories takes no accumulation: the trainer
   refuses it, as a micro-batch's memory is the previous micro-batch's text)."""

@@ -38,7 +38,7 @@ def trained(spiece_model, tmp_path_factory):
   sentences = brown.read_brown()
   splits = brown.split_sentences(sentences)
   spec = TaggerSpec("brown", tuple(brown.tag_list(sentences)),
-                                    max_seq_length=SEQ)
+                    max_seq_length=SEQ)
   path = tagging_features.cached_features(
       splits["train"], spiece_model, SEQ, label_list=spec.labels, task="brown",
       split="train", input_files=brown.document_paths(), cache_dir=str(work / "cache"))

@@ -210,7 +210,7 @@ def test_fit_takes_a_clipped_step(spiece_model, tmp_path):
     np.testing.assert_allclose(first_moment, 0.1 * clipped, rtol=1e-3,
                                atol=1e-3 * float(np.abs(clipped).max()) + 1e-12)
   assert any(not np.allclose(a.numpy(), old) for a, old in zip(fitted.trainable_variables,
-                                                                before))
+                                                               before))
 
 
 def test_impossible_settings_are_refused_naming_the_key_before_any_work(spiece_model, tmp_path):

@@ -72,7 +72,7 @@ def test_resumes_exactly_evaluates_and_exports(pretraining_records, tmp_path):
 
   # The held-out loss, recomputed here: rows in order, each reading its stream's memory.
   model = pretrained.load_directory(os.path.join(run_dir, "final"), mem_len=16,
-                                     reuse_len=32, bi_data=True, dropout=0.0, dropatt=0.0)
+                                    reuse_len=32, bi_data=True, dropout=0.0, dropatt=0.0)
   total = count = 0.0
   mems = None
   for batch in pretrain_dataset(records, 8, repeat=False, shuffle_shards=False).take(4):

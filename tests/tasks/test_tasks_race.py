@@ -209,7 +209,7 @@ result = {"text": {k: v.numpy().tolist() for k, v in text.items()
 
 
 def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, race_dir,
-                                                             tmp_path):
+                                                            tmp_path):
   # A larger learning rate than the demo's: the model learns the 7 questions, so that the
   # logits differ by much more than the 1e-5 they are compared at.
   params = _demo_params(spiece_model, race_dir, str(tmp_path / "features"),

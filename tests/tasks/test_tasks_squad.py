@@ -239,7 +239,7 @@ def test_v2_null_threshold_is_searched_applied_and_kept(spiece_model, tmp_path):
   assert sorted(answers) == sorted(null_odds) == sorted(nbest)
   for qid, answer in answers.items():                # "" exactly above the threshold
     expected = "" if null_odds[qid] > threshold else (nbest[qid][0]["text"] if nbest[qid]
-                                                     else "")
+                                                      else "")
     assert answer == expected
 
   # The model directory keeps the threshold of the evaluation, for the export.

@@ -151,7 +151,7 @@ def test_fit_trains_on_the_task_loss(spiece_model, tmp_path):
   inputs, targets = next(iter(task.fit_inputs(params.task.train_data)))
   model = task.build_model()
   total, count = tagging.tagging_loss(model(inputs, training=False),
-                                              {"label_ids": targets["logits"]})
+                                      {"label_ids": targets["logits"]})
   before = [w.numpy() for w in model.trainable_variables]
   task.compile_model(model, train_steps=10)
   history = model.fit(tf.data.Dataset.from_tensors((inputs, targets)), verbose=0)

@@ -95,7 +95,7 @@ def test_pretraining_that_diverges_leaves_only_finite_checkpoints(pretraining_re
   with pytest.raises(NonFiniteError, match=r"before step \d+|step \d+:") as stopped:
     _pretrain(records_dir, run, train_steps=400, learning_rate=1e3, warmup_steps=50,
               save_steps=1, max_checkpoints=1000, config=_config(records_dir, dropout=0.0,
-                                                                  dropatt=0.0))
+                                                                 dropatt=0.0))
   assert "last good checkpoint" in str(stopped.value)
   steps = _checkpoint_steps(run)
   assert steps, "no checkpoint at all"
@@ -172,7 +172,7 @@ def _fine_tune(features, model_dir, config=None, grad_accum_steps=2, **options):
   values.update(options)
   options = loop.RunOptions(**values)
   spec = ClassifierSpec(task_name="movie_reviews", labels=("0", "1"),
-                                        max_seq_length=32)
+                        max_seq_length=32)
   strategy = tf.distribute.get_strategy()
   tf_keras.utils.set_random_seed(1)
   model, optimizer = build_for_training(strategy, config, spec, options,

@@ -157,7 +157,7 @@ def _assign_from_hf(model, hf_model, config):
 
 @pytest.mark.parametrize("weight_decay, lr_layer_decay_rate", [(0.01, 0.75), (0.0, 1.0)])
 def test_classifier_matches_huggingface_step_by_step(spiece_model, tmp_path, weight_decay,
-                                                    lr_layer_decay_rate):
+                                                     lr_layer_decay_rate):
   """weight_decay 0.01 with the released layer decay (gradient scaling, rate 0.75): the
   released AdamWeightDecayOptimizer; weight_decay 0: tf.train.AdamOptimizer."""
   config = XLNetConfig(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, n_token=4000,
@@ -179,7 +179,7 @@ def test_classifier_matches_huggingface_step_by_step(spiece_model, tmp_path, wei
       lr_layer_decay_mode="released_gradient_scaling", stop_at_step=STEPS,
       steps_per_loop=1, save_steps=STEPS)
   spec = ClassifierSpec(task_name=task.name, labels=tuple(task.labels),
-                                        max_seq_length=32)
+                        max_seq_length=32)
   strategy = tf.distribute.get_strategy()
   model, optimizer = build_for_training(strategy, config, spec, options, dropout=0.0)
   _assign_from_hf(model, hf_model, config)

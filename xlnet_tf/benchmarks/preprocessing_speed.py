@@ -285,7 +285,7 @@ def _run_concurrently(work, commands, out, preload):
       started.append(json.load(f))
   return {"seconds": seconds, "cpu": cpu,
           "start_seconds": sum(s["time"] - t for s, t in zip(started, launched))
-                           / len(procs),
+          / len(procs),
           "start_cpu": sum(s["cpu"] for s in started)}
 
 

@@ -38,7 +38,7 @@ _BIASES = ("r_w_bias", "r_r_bias", "r_s_bias", "seg_embed")
 # ---- inputs, checked before any work -------------------------------------------------------
 
 def read_run(model_dir: str, steps: Sequence[str] = ()) -> Tuple[Dict[str, Any], XLNetConfig,
-                                                                   List[Tuple[int, str]]]:
+                                                                 List[Tuple[int, str]]]:
   """(run settings, model config, [(step, checkpoint prefix)] in step order) of a
   pretraining model directory; ValueError/FileNotFoundError naming --model_dir otherwise."""
   where = f"--model_dir {model_dir}"
@@ -284,7 +284,7 @@ def parameter_groups(model) -> Dict[str, List[Tuple[int, Optional[int]]]]:
     match = _LAYER_PART.match(name)
     if match:
       key = f"layer_{match.group(1)}/" + _LAYER_PART_GROUPS[match.group(2),
-                                                             bool(match.group(3))]
+                                                            bool(match.group(3))]
       groups.setdefault(key, []).append((index, None))
     elif name.endswith("word_embedding/lookup_table"):
       groups.setdefault("word_embedding", []).append((index, None))
@@ -403,7 +403,7 @@ def tables(checkpoints: List[Dict[str, Any]]) -> str:
         f"{c['gradients']['groups'][group]['grad_norm']:.4g} | "
         f"{c['gradients']['groups'][group]['weight_rms']:.4g}" for c in checkpoints) + " |")
   lines.append("| (total) | " + " | ".join(f"{c['gradients']['total_grad_norm']:.4g} | "
-                                          for c in checkpoints) + " |")
+                                           for c in checkpoints) + " |")
   lines += ["", "| step | top direction's energy share | its r with log frequency | "
             "LM bias r with log frequency |", "|---|---|---|---|"]
   for c in checkpoints:

@@ -33,7 +33,7 @@ from xlnet_tf.benchmarks import step_speed
 def op_stats(xplane_path: str):
   """Rows of the profiler's framework_op_stats table: dicts by column id."""
   data, ok = _pywrap_profiler_plugin.xspace_to_tools_data([xplane_path],
-                                                         "framework_op_stats", {})
+                                                          "framework_op_stats", {})
   if not ok:
     raise RuntimeError(f"{xplane_path}: the profiler could not convert the trace: {data!r}")
   table = json.loads(data)[0]
@@ -153,7 +153,7 @@ def profile(name: str, mode: str, seq_len: int, num_predict: int, n_token: int,
                                f" --xla_dump_to={hlo_dir} --xla_dump_hlo_as_text").strip()
   step_speed.keep_freed_memory()                   # as the trainer under XLA
   config, feed, batch, _ = step_speed.config_and_feed(name, seq_len, num_predict,
-                                                              n_token)
+                                                      n_token)
   step = step_speed.timed_step("ours", config, feed, mode)
   step()
   step()                                                   # traced and warm
@@ -390,7 +390,7 @@ def program_report(name: str, mode: str, seq_len: int, num_predict: int, n_token
     raise ValueError(f"--modes: the program report is of a compiled step (xla or "
                      f"bf16_xla), got {mode!r}")
   config, feed, batch, _ = step_speed.config_and_feed(name, seq_len, num_predict,
-                                                              n_token, batch, recompute)
+                                                      n_token, batch, recompute)
   bf16 = mode.startswith("bf16")
   policy = tf_keras.mixed_precision.global_policy()
   tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if bf16 else "float32")

@@ -63,6 +63,6 @@ def measure(work_dir: str, rankers: Sequence[str],
         "embed_documents_seconds": documents.info["seconds"],
         "rerank_ms_per_query": 1000 * sum(steady) / max(1, len(steady))}
     report(f"{ranker}: " + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}"
-                                      for k, v in results[ranker].items()))
+                                     for k, v in results[ranker].items()))
   paths.write_json(os.path.join(work_dir, "timing.json"), results, indent=1)
   return results

@@ -171,8 +171,8 @@ def run(work: str, n_layer: int, d_model: int, max_seq_lengths: Sequence[str],
       model_dir = os.path.join(work, f"model_{seq_len}")
       if not os.path.exists(model_dir):
         spec = ClassifierSpec(task_name="movie_reviews",
-                                              labels=("negative", "positive"),
-                                              max_seq_length=seq_len)
+                              labels=("negative", "positive"),
+                              max_seq_length=seq_len)
         model_directory.save(model, model_dir, spec, spiece)
       served = {}
       tf_keras.mixed_precision.set_global_policy(

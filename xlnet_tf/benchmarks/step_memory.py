@@ -73,7 +73,7 @@ def compiled_step_bytes(name: str, batch: int, recompute: str, precision: str,
   tf_keras.mixed_precision.set_global_policy(PRECISIONS[precision])
   try:
     config, feed, _, _ = step_speed.config_and_feed(name, seq_len, num_predict, n_token,
-                                                  batch=batch, recompute=recompute)
+                                                    batch=batch, recompute=recompute)
     step = step_speed.compiled_train_step(config, feed, jit=True)
     step.experimental_get_compiler_ir(feed)(stage="optimized_hlo")   # compiles, dumps
   finally:

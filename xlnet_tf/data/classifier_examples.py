@@ -61,7 +61,7 @@ class TaskSpec:
   bound_options: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
   is_pair: bool = False
   configurer: Optional[Callable[..., "TaskSpec"]] = dataclasses.field(default=None,
-                                                                       repr=False)
+                                                                      repr=False)
 
   @property
   def num_labels(self) -> int:

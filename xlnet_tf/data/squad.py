@@ -55,7 +55,7 @@ def _field(obj: Dict[str, Any], name: str, kind, where: str):
 
 
 def parse_squad(data: Dict[str, Any], path: str = "<json>") -> Tuple[List[SquadExample],
-                                                                   Dict[str, Any]]:
+                                                                     Dict[str, Any]]:
   """Examples and a report ({"questions", "skipped_answers", "skipped_questions",
   "skipped": [ids]}) from the parsed JSON."""
   examples: List[SquadExample] = []

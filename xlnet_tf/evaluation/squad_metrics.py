@@ -137,9 +137,9 @@ def evaluate(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str],
       result[f"{name}_f1"] = _mean(f1_t[q] for q in ids)
       result[f"{name}_total"] = len(ids)
   result["best_exact"], result["best_exact_thresh"] = _best_threshold(full, exact, na_probs,
-                                                                     has_answer)
+                                                                      has_answer)
   result["best_f1"], result["best_f1_thresh"] = _best_threshold(full, f1, na_probs,
-                                                               has_answer)
+                                                                has_answer)
   return result
 
 

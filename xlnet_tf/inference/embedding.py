@@ -238,7 +238,7 @@ def embed(embedder: Embedder, texts: Sequence[str], pooling: str = "cls",
       progress.update(len(rows))
   dim = pooled[0].shape[-1] if texts else 0
   result = {"embeddings": np.stack(pooled).astype(np.float32) if texts
-                          else np.zeros([0, dim], np.float32)}
+            else np.zeros([0, dim], np.float32)}
   if per_token:
     lengths = [len(t) for t in token_ids]
     result["offsets"] = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)

@@ -153,7 +153,7 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
 
     q_content = tf.einsum("btd,dnh->nbth", content, self.q_kernel)               # [N,B,T,H]
     attended, content_probs = self.attend(q_content, key, value, position_key, biases,
-                                           content_segments, content_mask, training)
+                                          content_segments, content_mask, training)
     content_out = self._project_and_normalize(attended, content, training)
 
     query_out = query_probs = None
@@ -172,7 +172,7 @@ class RelativeMultiHeadAttention(tf_keras.layers.Layer):
     return content_out, query_out
 
   def attend(self, q, key, value, position_key, biases, segments, mask, training,
-              positions=None, qlen=None):
+             positions=None, qlen=None):
     """Attention of queries q [N, B, I, H] over the keys: ([N, B, I, H], probs [N, B, I, K]).
 
     For the query stream, `positions` [B, I] are the queries' positions in the current

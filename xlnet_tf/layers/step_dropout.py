@@ -69,7 +69,7 @@ def folded_seed(index):
     yield
     return
   with training_seed(tf.random.experimental.stateless_fold_in(state["seed"],
-                                                             tf.cast(index, tf.int64))):
+                                                              tf.cast(index, tf.int64))):
     yield
 
 

@@ -50,8 +50,8 @@ def run_variant(work_dir: str, name: str, settings: demo_run.DemoSettings,
   demo_run.link_stages(run_dir, {stage: shared_dir for stage in ("corpus", "spiece")})
   stages = ("records", "pretrain", "finetune") if settings.pretrain_steps else ("finetune",)
   return demo_run.run_all(run_dir, settings, stages=stages,
-                               report=lambda line: print(f"{name} seed {settings.seed}: "
-                                                         f"{line}", flush=True))
+                          report=lambda line: print(f"{name} seed {settings.seed}: "
+                                                    f"{line}", flush=True))
 
 
 def results_table(runs) -> list:

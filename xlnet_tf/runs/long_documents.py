@@ -220,13 +220,13 @@ def pretrained_model(work_dir: str, report: Callable[[str], None] = print) -> st
   corpus="sotu")`: 12 speeches held out; reused when done); returns its final/."""
   settings = demo_run.DemoSettings.for_size("small", corpus="sotu")
   demo_run.run_all(work_dir, settings,
-                        stages=("corpus", "spiece", "records", "pretrain"),
-                        report=lambda line: report(f"pretrain: {line}"))
+                   stages=("corpus", "spiece", "records", "pretrain"),
+                   report=lambda line: report(f"pretrain: {line}"))
   return os.path.join(demo_run.stage_dir(work_dir, "pretrain"), train_lib.FINAL_DIR)
 
 
 def compare_readings(work_dir: str, init_checkpoint: str, settings: EraSettings, command: str,
-              report: Callable[[str], None] = print) -> Dict[str, Any]:
+                     report: Callable[[str], None] = print) -> Dict[str, Any]:
   """The pretrained model (`init_checkpoint`, or `pretrained_model`), every run of
   `run_matrix`; writes WORK_DIR/results.json and results.md (headed by `command`)."""
   os.makedirs(work_dir, exist_ok=True)

@@ -42,7 +42,7 @@ def parse_order(values: Sequence[str]) -> List[int]:
 
 
 def permutation_visibility(order: Sequence[int], mem_len: int = 0) -> Tuple[np.ndarray,
-                                                                             np.ndarray]:
+                                                                            np.ndarray]:
   """(content, query) bool [T, M + T]: row i may attend to column j (memory first).
 
   `order` is 1-based (the paper's notation); every position is a target.
@@ -106,7 +106,7 @@ def sentence_attentions(model_dir: str, sentence: str) -> Tuple[List[str], np.nd
   sp = tokenization.load_spiece(spiece)
   ids = tokenization.encode_ids(sp, tokenization.normalize_text(sentence)) + [SEP_ID, CLS_ID]
   model = pretrained.load_directory(model_dir, mem_len=0, bi_data=False, attn_type="bi",
-                                     dropout=0.0, dropatt=0.0)
+                                    dropout=0.0, dropatt=0.0)
   segment_ids = [0] * (len(ids) - 1) + [2]
   outputs = model.encoder({"input_ids": tf.constant([ids]),
                            "segment_ids": tf.constant([segment_ids])},

@@ -84,14 +84,14 @@ def plot(curves, steps_per_loop: int, path: str, jit_compile: bool = False) -> N
 
 
 def train_curves(work_dir: str, steps: int, steps_per_loop: int, seeds: Sequence[int],
-            jit_compile: bool = False):
+                 jit_compile: bool = False):
   """Runs (or reuses) the demo's data stages in `work_dir`, then pretraining per seed and
   precision; writes results.json and precision_curves.png there and prints the losses and
   the precisions' gap. Returns the curves {(precision, seed): per-loop losses}."""
   os.makedirs(work_dir, exist_ok=True)
   settings = demo_run.DemoSettings.for_size("demo")
   demo_run.run_all(work_dir, settings, stages=("corpus", "spiece", "records"),
-                        report=lambda line: print(line, flush=True))
+                   report=lambda line: print(line, flush=True))
   curves = {}
   for seed in seeds:
     for precision in _PRECISIONS:

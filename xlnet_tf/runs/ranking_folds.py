@@ -130,7 +130,7 @@ def run_ranker(work_dir: str, settings: RankingSettings, init_checkpoint: str,
 
 
 def compare(work_dir: str, init_checkpoint: str, settings: RankingSettings, command: str,
-              report: Callable[[str], None] = print) -> Dict[str, Any]:
+            report: Callable[[str], None] = print) -> Dict[str, Any]:
   """Every ranker over every fold; writes WORK_DIR/results.json, results.md and each
   ranker's run over all queries (WORK_DIR/<ranker>.trec)."""
   os.makedirs(work_dir, exist_ok=True)
@@ -153,7 +153,7 @@ def compare(work_dir: str, init_checkpoint: str, settings: RankingSettings, comm
         **{key: measured[key] for key in ranking.MEASURES},
         "num_queries": measured["num_queries"]}
     report(f"{ranker}: " + ", ".join(f"{key} {measured[key]:.4f}"
-                                      for key in ranking.MEASURES))
+                                     for key in ranking.MEASURES))
   if "bm25" in results["rankers"]:
     results["random_order"] = random_order(
         qrels, trec_files.read_run(os.path.join(work_dir, "bm25.trec")))

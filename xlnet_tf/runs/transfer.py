@@ -37,7 +37,7 @@ def run_matrix(work_dir: str, base: demo_run.DemoSettings, recipes, lrs, seeds,
   returns (pretraining summaries per recipe, fine-tuning runs)."""
   data_dir = os.path.join(work_dir, "data")
   demo_run.run_all(data_dir, base, stages=("corpus", "spiece", "records"),
-                        report=lambda line: report(f"data: {line}"))
+                   report=lambda line: report(f"data: {line}"))
   pretrained = {}
   for recipe in recipes:
     settings = dataclasses.replace(base, pretrain_adam_bias_correction=RECIPES[recipe])
@@ -125,7 +125,7 @@ def transfer(work_dir: str, corpus: str, size: str, recipes: Sequence[str],
       {"command": command, "settings": dataclasses.asdict(base),
        "pretraining": pretrained, "runs": runs}, indent=2) + "\n")
   paths.write_text(os.path.join(work_dir, "results.md"),
-                f"Command: `{command}`\n\n" + "\n".join(table) + "\n")
+                   f"Command: `{command}`\n\n" + "\n".join(table) + "\n")
   print("\n".join(table))
   print(f"\nwrote {work_dir}/results.md, results.json")
   return pretrained, runs

@@ -256,4 +256,4 @@ def classifier_card(module: ClassifierServing) -> export_card.ExportCard:
                                          getattr(spec, "mem_len", 0)),
                "Padding": export_card.padding_detail(spec.max_seq_length, module.bucketed,
                                                      whole_text=whole_text)
-                          + "; serving_ids: ids padded to max_seq_length"})
+               + "; serving_ids: ids padded to max_seq_length"})

@@ -170,7 +170,7 @@ def load_encoder_serving(model_dir: str, max_seq_length: int = 128,
     raise FileNotFoundError(f"{spiece_model}: the SentencePiece model to put in the "
                             f"SavedModel is missing")
   model = pretrained.load_directory(model_dir, mem_len=mem_len, reuse_len=0, bi_data=False,
-                                     dropout=0.0, dropatt=0.0)
+                                    dropout=0.0, dropatt=0.0)
   return EncoderServing(model.encoder, spiece_model, max_seq_length, lower, keep_accents)
 
 

@@ -418,7 +418,7 @@ class XLNetTextEncoder(tf.Module):
     inside_word = tf.strings.substr(originals, 0, len(_UNDERLINE)) != _UNDERLINE
     values, rows = sub.flat_values, sub.value_rowids()
     first = tf.range(tf.shape(values, out_type=tf.int64)[0]) == tf.gather(sub.row_starts(),
-                                                                           rows)
+                                                                          rows)
     starts_word = tf.strings.substr(values, 0, len(_UNDERLINE)) == _UNDERLINE
     strip = first & tf.gather(inside_word, rows) & starts_word
     stripped = tf.strings.regex_replace(values, "^" + tokenization.SPIECE_UNDERLINE, "",

@@ -228,7 +228,7 @@ class ClassificationTask(base.XLNetTask):
     params = self.task_config
     task = classifier_tasks.get_task(params.task_name)
     options = {k: getattr(params, k) for k in ("text_a_column", "text_b_column",
-                                                "label_column")
+                                               "label_column")
                if getattr(params, k) is not None}
     if task.name == "generic":
       if params.labels:

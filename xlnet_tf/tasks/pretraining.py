@@ -200,7 +200,7 @@ class PretrainingTask(base.XLNetTask):
     n_token = self.xlnet_config().n_token       # reads (and checks) the training records
     train = self.manifest()
     pretrain_records.check_vocabulary(n_token, self.n_token_source(), train,
-                                 f"task.train_data.input_path {params.train_data.input_path}")
+                                      f"task.train_data.input_path {params.train_data.input_path}")
     if evaluating:
       _check_same_layout(train, self.manifest(params.validation_data))
 

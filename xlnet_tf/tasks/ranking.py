@@ -454,7 +454,7 @@ def check_ranking_settings(params: RankingConfig) -> None:
   checks = (("num_candidates", params.num_candidates >= 1, ">= 1"),
             ("max_seq_length", params.max_seq_length >= 3, ">= 3 (a piece, <sep>, <cls>)"),
             ("mem_len", params.mem_len >= 1, ">= 1 (documents are read through the "
-                                              "memory)"),
+             "memory)"),
             ("max_document_pieces", params.max_document_pieces >= 0, ">= 0 (0: whole)"),
             ("n_kernels", params.n_kernels >= 2, ">= 2"),
             ("sigma", params.sigma > 0, "> 0"), ("exact_sigma", params.exact_sigma > 0, "> 0"),

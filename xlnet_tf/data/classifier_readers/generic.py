@@ -71,7 +71,7 @@ def _read_generic_file(path: str, split: str, text_a_column: Column,
     return _read_jsonl(path, split, text_a_column, text_b_column, label_column, labels,
                        is_regression)
   delimiter, quoting = ("\t", csv.QUOTE_NONE) if path.endswith(".tsv") else (",",
-                                                                               csv.QUOTE_MINIMAL)
+                                                                             csv.QUOTE_MINIMAL)
   label = label_column
   if split == "test" and header and isinstance(label_column, str):
     try:
