@@ -92,12 +92,15 @@ pictures: $(STAMP_RUNTIME)
 	    --out=$(DEMO_DIR)/curves.png
 
 # The suite in TEST_WORKERS processes (pytest-xdist), each taking whole files (so a file's
-# module fixtures are made once); TEST_WORKERS=0 runs it in this process.
+# module fixtures are made once); TEST_WORKERS=0 runs it in this process. `make test` writes
+# the 30 slowest tests to DURATIONS_FILE (tests/durations_file.py).
 TEST_WORKERS ?= 2
 TEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+DURATIONS_FILE ?= test-durations.txt
 
 test: $(STAMP_TEST)
-	$(BIN)/python -m pytest $(TEST_PARALLEL) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(TEST_PARALLEL) -p durations_file \
+	    --durations-file=$(DURATIONS_FILE) $(PYTEST_ARGS)
 
 test-fast: $(STAMP_TEST)
 	$(BIN)/python -m pytest -m "not slow" $(TEST_PARALLEL) $(PYTEST_ARGS)
