@@ -29,19 +29,21 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf import settings_record  # noqa: E402
 from xlnet_tf.runs import ablation  # noqa: E402
 
 VARIANTS = ablation.VARIANTS
 
-_WORK_DIR = flags.DEFINE_string("work_dir", "runs/ablation", "Where the runs go.")
+FLAGS = flags.FLAGS
 _VARIANTS = flags.DEFINE_list("variants", list(VARIANTS), f"Any of {list(VARIANTS)}.")
-_SEEDS = flags.DEFINE_list("seeds", ["0", "1", "2"], "One run per variant and seed.")
 _SIZE = flags.DEFINE_enum("size", "demo", ["demo", "tiny"], "Preset sizes (the model, the "
                           "data); 'tiny' for a smoke test.")
-_PRETRAIN_STEPS = flags.DEFINE_integer("pretrain_steps", 2000, "The compute budget of "
-                                       "every variant.")
-_FINETUNE_STEPS = flags.DEFINE_integer("finetune_steps", 400, "Fine-tuning steps.")
+common_flags.define_flags(
+    ("work_dir", "seeds", "pretrain_steps", "finetune_steps"),
+    notes={"seeds": "one run per variant and seed",
+           "pretrain_steps": "the compute budget of every variant"},
+    work_dir="runs/ablation", seeds=["0", "1", "2"], pretrain_steps=2000, finetune_steps=400)
 
 
 def main(argv):
@@ -51,16 +53,16 @@ def main(argv):
   if unknown:
     raise app.UsageError(f"--variants: unknown {unknown}; choose from {list(VARIANTS)}")
   try:
-    seeds = [int(s) for s in _SEEDS.value]
+    seeds = [int(s) for s in FLAGS.seeds]
   except ValueError:
-    raise app.UsageError(f"--seeds must be integers, got {_SEEDS.value}") from None
+    raise app.UsageError(f"--seeds must be integers, got {FLAGS.seeds}") from None
   command = (f"python -m experiments.ablation --size={_SIZE.value} --seeds="
              f"{','.join(map(str, seeds))} --variants={','.join(_VARIANTS.value)} "
-             f"--pretrain_steps={_PRETRAIN_STEPS.value} "
-             f"--finetune_steps={_FINETUNE_STEPS.value}")
+             f"--pretrain_steps={FLAGS.pretrain_steps} "
+             f"--finetune_steps={FLAGS.finetune_steps}")
   try:
-    ablation.ablate(_WORK_DIR.value, _VARIANTS.value, seeds, _SIZE.value,
-                    _PRETRAIN_STEPS.value, _FINETUNE_STEPS.value, command)
+    ablation.ablate(FLAGS.work_dir, _VARIANTS.value, seeds, _SIZE.value,
+                    FLAGS.pretrain_steps, FLAGS.finetune_steps, command)
   except settings_record.SettingsMismatch as e:
     raise SystemExit(f"ablation: {e}") from None
 

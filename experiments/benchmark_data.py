@@ -56,20 +56,22 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.benchmarks import preprocessing_speed  # noqa: E402
 
 _INPUT = flags.DEFINE_string("input_glob", preprocessing_speed.CORPUS, "Text to preprocess.")
 _FORMAT = flags.DEFINE_string("input_format", "document_per_file", "As in "
                               "create_pretraining_data (in-process part only; the "
                               "comparison uses sentence_per_line).")
-_SPIECE = flags.DEFINE_string("spiece_model", None, "SentencePiece model; default: train "
-                              "one (vocab 8000) on --input_glob first.")
+FLAGS = flags.FLAGS
+common_flags.define_flags(
+    ("spiece_model", "seq_len", "reuse_len"),
+    notes={"spiece_model": "default: train one (vocab 8000) on --input_glob first"},
+    seq_len=512, reuse_len=256)
 _WORKERS = flags.DEFINE_list("workers", ["1", "2"], "Worker counts to time in this "
                              "process.")
 _CHUNK = flags.DEFINE_integer("chunk_bytes", 256 << 10, "Bytes per chunk (>= workers "
                               "chunks are needed to keep every worker busy).")
-_SEQ = flags.DEFINE_integer("seq_len", 512, "Row length.")
-_REUSE = flags.DEFINE_integer("reuse_len", 256, "Reuse length.")
 _BSZ = flags.DEFINE_integer("bsz_per_host", 8, "Streams.")
 _READ_STEPS = flags.DEFINE_integer("read_batches", 200, "Batches to time in the reader.")
 _COPIES = flags.DEFINE_integer("copies", 16, "Preprocess this many copies of the input (the "
@@ -84,8 +86,8 @@ _PROCESSES = flags.DEFINE_list("processes", ["1", "2"], "Process counts of the c
 
 def main(argv):
   del argv
-  preprocessing_speed.benchmark(_INPUT.value, _FORMAT.value, _SPIECE.value, _WORKERS.value,
-                 preprocessing_speed.Layout(seq_len=_SEQ.value, reuse_len=_REUSE.value,
+  preprocessing_speed.benchmark(_INPUT.value, _FORMAT.value, FLAGS.spiece_model, _WORKERS.value,
+                 preprocessing_speed.Layout(seq_len=FLAGS.seq_len, reuse_len=FLAGS.reuse_len,
                              bsz_per_host=_BSZ.value, chunk_bytes=_CHUNK.value),
                  _READ_STEPS.value, _COPIES.value, _REFERENCES.value, _PROCESSES.value)
 

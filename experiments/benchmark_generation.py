@@ -29,28 +29,28 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.benchmarks import generation_speed  # noqa: E402
 
-_N_LAYER = flags.DEFINE_integer("n_layer", 12, "Layers (XLNet-Base: 12).")
-_D_MODEL = flags.DEFINE_integer("d_model", 768, "Hidden size (XLNet-Base: 768).")
-_N_HEAD = flags.DEFINE_integer("n_head", 12, "Heads (d_head = d_model / n_head).")
-_D_INNER = flags.DEFINE_integer("d_inner", 3072, "Feed-forward size.")
-_N_TOKEN = flags.DEFINE_integer("n_token", 32000, "Vocabulary.")
+FLAGS = flags.FLAGS
+common_flags.define_network_flags(
+    ("n_layer", "d_model", "n_head", "d_inner", "n_token"),
+    notes={"n_layer": "XLNet-Base: 12", "d_model": "XLNet-Base: 768",
+           "n_head": "d_head = d_model / n_head"},
+    n_layer=12, d_model=768, n_head=12, d_inner=3072)
 _PROMPT = flags.DEFINE_integer("prompt_len", 32, "Prompt tokens (P).")
 _NEW = flags.DEFINE_integer("new_tokens", 256, "Generated tokens (N).")
 _BATCH = flags.DEFINE_integer("batch", 1, "Prompts generated together.")
 _NO_MEMS = flags.DEFINE_bool("no_mems", False, "Also time ours with use_mems=False (the whole "
                                "sequence fed again at every step, as xlnet-generate --no_mems).")
-_SEED = flags.DEFINE_integer("seed", 0, "Weights and prompt.")
-_THREADS = flags.DEFINE_integer("threads", 0, "Threads of torch and of TensorFlow's ops "
-                                "(intra-op), 0 = one per core.")
+common_flags.define_flags(("seed", "threads"), notes={"seed": "the weights and the prompt"})
 
 
 def main(argv):
   del argv
-  generation_speed.benchmark(_N_LAYER.value, _D_MODEL.value, _N_HEAD.value, _D_INNER.value,
-                       _N_TOKEN.value, _PROMPT.value, _NEW.value, _BATCH.value,
-                       _NO_MEMS.value, _SEED.value, _THREADS.value)
+  generation_speed.benchmark(FLAGS.n_layer, FLAGS.d_model, FLAGS.n_head, FLAGS.d_inner,
+                             FLAGS.n_token, _PROMPT.value, _NEW.value, _BATCH.value,
+                             _NO_MEMS.value, FLAGS.seed, FLAGS.threads)
 
 
 if __name__ == "__main__":

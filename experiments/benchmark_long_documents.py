@@ -20,22 +20,24 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.benchmarks import document_serving_latency  # noqa: E402
 
-_WORK_DIR = flags.DEFINE_string("work_dir", "runs/long_documents", "The measurement goes to "
-                                "WORK_DIR/serving.")
-_N_LAYER = flags.DEFINE_integer("n_layer", 12, "Layers.")
-_D_MODEL = flags.DEFINE_integer("d_model", 768, "Hidden size (heads of 64).")
+FLAGS = flags.FLAGS
+common_flags.define_flags(
+    ("work_dir", "calls", "spiece_model"),
+    notes={"work_dir": "the measurement goes to WORK_DIR/serving", "calls": "per row",
+           "spiece_model": "default: the released one if present, else trained on the "
+                           "bundled corpus"},
+    work_dir="runs/long_documents", calls=3)
+common_flags.define_network_flags(("n_layer", "d_model"), notes={"d_model": "heads of 64"},
+                                  n_layer=12, d_model=768)
 _LENGTHS = flags.DEFINE_list("lengths", ["1024", "4096", "16384"],
                              "Document lengths N in pieces.")
 _SERVING_SEGMENT = flags.DEFINE_integer("serving_segment_length", 512,
                                         "The whole export's segment (and memory).")
-_CALLS = flags.DEFINE_integer("calls", 3, "Timed calls per row.")
 _BUDGET = flags.DEFINE_float("memory_budget_gb", 12.0, "One pass is run only where "
                              "its attention per layer fits this.")
-_SPIECE = flags.DEFINE_string("spiece_model", None, "SentencePiece model (default: "
-                              "the released one if present, else trained on the bundled "
-                              "corpus).")
 
 
 def main(argv):
@@ -48,14 +50,15 @@ def main(argv):
   if not lengths or min(lengths) <= _SERVING_SEGMENT.value:
     raise app.UsageError(f"--lengths must be longer than --serving_segment_length "
                          f"({_SERVING_SEGMENT.value}), got {lengths}")
-  for flag, least in ((_N_LAYER, 1), (_D_MODEL, 64), (_CALLS, 1), (_SERVING_SEGMENT, 8)):
-    if flag.value < least:
-      raise app.UsageError(f"--{flag.name} must be >= {least}, got {flag.value}")
-  work = os.path.join(_WORK_DIR.value, "serving")
+  for name, least in (("n_layer", 1), ("d_model", 64), ("calls", 1),
+                      ("serving_segment_length", 8)):
+    if FLAGS[name].value < least:
+      raise app.UsageError(f"--{name} must be >= {least}, got {FLAGS[name].value}")
+  work = os.path.join(FLAGS.work_dir, "serving")
   os.makedirs(work, exist_ok=True)
-  document_serving_latency.run(work, _N_LAYER.value, _D_MODEL.value, lengths,
-                               _SERVING_SEGMENT.value, _CALLS.value, _BUDGET.value,
-                               _SPIECE.value)
+  document_serving_latency.run(work, FLAGS.n_layer, FLAGS.d_model, lengths,
+                               _SERVING_SEGMENT.value, FLAGS.calls, _BUDGET.value,
+                               FLAGS.spiece_model)
 
 
 if __name__ == "__main__":

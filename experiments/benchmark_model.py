@@ -18,19 +18,21 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.benchmarks import model_speed  # noqa: E402
 
-_BATCH = flags.DEFINE_integer("batch_size", 2, "Rows per step.")
-_SEQ = flags.DEFINE_integer("seq_len", 512, "Tokens per row.")
-_PREDICT = flags.DEFINE_integer("num_predict", 85, "Targets per row (query stream rows).")
-_MEM = flags.DEFINE_integer("mem_len", 0, "Memory length (memory from a previous step).")
-_LAYERS = flags.DEFINE_integer("n_layer", 12, "Layers.")
-_D_MODEL = flags.DEFINE_integer("d_model", 768, "Hidden size.")
-_HEADS = flags.DEFINE_integer("n_head", 12, "Heads (d_head = d_model / n_head).")
-_VOCAB = flags.DEFINE_integer("n_token", 32000, "Vocabulary size.")
-_STEPS = flags.DEFINE_integer("steps", 5, "Timed steps (after one warm-up step); the median "
-                              "is reported.")
-_JIT = flags.DEFINE_bool("jit_compile", False, "Compile our steps with XLA.")
+FLAGS = flags.FLAGS
+common_flags.define_flags(
+    ("batch_size", "seq_len", "num_predict", "steps", "jit_compile"),
+    notes={"batch_size": "rows per step", "num_predict": "query stream rows",
+           "steps": "timed, after one warm-up step; the median is reported",
+           "jit_compile": "our steps"},
+    batch_size=2, seq_len=512, num_predict=85, steps=5)
+common_flags.define_network_flags(
+    ("mem_len", "n_layer", "d_model", "n_head", "n_token"),
+    notes={"mem_len": "memory from a previous step", "n_head": "d_head = d_model / n_head"},
+    n_layer=12, d_model=768, n_head=12)
+# Keras' policy names (not the runs' --precision).
 _PRECISION = flags.DEFINE_enum("precision", "float32",
                                ["float32", "mixed_bfloat16", "mixed_float16"],
                                "Keras policy for our model_speed.")
@@ -40,9 +42,9 @@ _COMPARE_HF = flags.DEFINE_bool("compare_hf", True,
 
 def main(argv):
   del argv
-  model_speed.benchmark(_BATCH.value, _SEQ.value, _PREDICT.value, _MEM.value, _LAYERS.value,
-                  _D_MODEL.value, _HEADS.value, _VOCAB.value, _STEPS.value, _JIT.value,
-                  _PRECISION.value, _COMPARE_HF.value)
+  model_speed.benchmark(FLAGS.batch_size, FLAGS.seq_len, FLAGS.num_predict, FLAGS.mem_len,
+                        FLAGS.n_layer, FLAGS.d_model, FLAGS.n_head, FLAGS.n_token, FLAGS.steps,
+                        FLAGS.jit_compile, _PRECISION.value, _COMPARE_HF.value)
 
 
 if __name__ == "__main__":

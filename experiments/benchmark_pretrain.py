@@ -39,16 +39,13 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.benchmarks import step_speed  # noqa: E402
 
-CONFIGS = step_speed.CONFIGS
-MODES = step_speed.MODES
-_CONFIGS = flags.DEFINE_list("configs", ["small", "base"], f"Of {sorted(CONFIGS)}.")
-_SEQ = flags.DEFINE_integer("seq_len", 512, "Tokens per row.")
-_PREDICT = flags.DEFINE_integer("num_predict", 85, "Targets per row.")
-_VOCAB = flags.DEFINE_integer("n_token", 32000, "Vocabulary.")
-_STEPS = flags.DEFINE_integer("steps", 3, "Timed steps after a warm-up step (median).")
-_MODES = flags.DEFINE_list("modes", ["fp32", "xla"], f"Of {MODES}.")
+FLAGS = flags.FLAGS
+common_flags.define_step_flags(["small", "base"])
+common_flags.define_flags(("steps",), notes={"steps": "timed, after a warm-up step; the "
+                                                      "median is reported"}, steps=3)
 _PEAK_MEMORY = flags.DEFINE_bool("peak_memory", False, "Also measure each step's peak "
                                  "memory in a process of its own.")
 _CHILD = flags.DEFINE_string("child", None, "Internal: time one model ('ours' or 'mg') "
@@ -59,14 +56,15 @@ def main(argv):
   del argv
   step_speed.keep_freed_memory()   # as the trainer does under XLA; the graph is unaffected
   if _CHILD.value:
-    [name], [mode] = _CONFIGS.value, _MODES.value
-    step_speed.child(_CHILD.value, name, mode, _SEQ.value, _PREDICT.value, _VOCAB.value)
+    [name], [mode] = FLAGS.configs, FLAGS.modes
+    step_speed.child(_CHILD.value, name, mode, FLAGS.seq_len, FLAGS.num_predict,
+                     FLAGS.n_token)
     return
-  unknown = sorted(set(_MODES.value) - set(MODES))
+  unknown = sorted(set(FLAGS.modes) - set(step_speed.MODES))
   if unknown:
-    raise app.UsageError(f"--modes: unknown {unknown}; choose from {MODES}")
-  step_speed.benchmark(_CONFIGS.value, _MODES.value, _SEQ.value, _PREDICT.value, _VOCAB.value,
-                     _STEPS.value, _PEAK_MEMORY.value)
+    raise app.UsageError(f"--modes: unknown {unknown}; choose from {step_speed.MODES}")
+  step_speed.benchmark(FLAGS.configs, FLAGS.modes, FLAGS.seq_len, FLAGS.num_predict,
+                       FLAGS.n_token, FLAGS.steps, _PEAK_MEMORY.value)
 
 
 if __name__ == "__main__":

@@ -19,26 +19,29 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.benchmarks import ranking_latency  # noqa: E402
 
-_WORK_DIR = flags.DEFINE_string("work_dir", "runs/ranking", "The fold comparison's "
-                                "directory (python -m experiments.ranking_folds).")
-_RANKERS = flags.DEFINE_list("rankers", None, "The K-NRM rankers to time (default: every "
-                             "one with a finished fold 0 in --work_dir).")
+FLAGS = flags.FLAGS
+common_flags.define_flags(
+    ("work_dir", "rankers"),
+    notes={"work_dir": "the fold comparison's: python -m experiments.ranking_folds",
+           "rankers": "to time; default: every one with a finished fold 0 in --work_dir"},
+    work_dir="runs/ranking", rankers=None)
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  found = ranking_latency.rankers_in(_WORK_DIR.value)
-  rankers = _RANKERS.value or found
+  found = ranking_latency.rankers_in(FLAGS.work_dir)
+  rankers = FLAGS.rankers or found
   missing = [name for name in rankers if name not in found]
   if not rankers or missing:
     raise app.UsageError(
-        f"--work_dir {_WORK_DIR.value}: no finished fold-0 run of "
+        f"--work_dir {FLAGS.work_dir}: no finished fold-0 run of "
         f"{missing or 'any K-NRM ranker'} (it has {found or 'none'}); run python -m "
-        f"experiments.ranking_folds --work_dir={_WORK_DIR.value} first")
-  ranking_latency.measure(_WORK_DIR.value, rankers)
+        f"experiments.ranking_folds --work_dir={FLAGS.work_dir} first")
+  ranking_latency.measure(FLAGS.work_dir, rankers)
 
 
 if __name__ == "__main__":

@@ -40,33 +40,36 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.benchmarks import serving_latency  # noqa: E402
 
-_LAYERS = flags.DEFINE_integer("n_layer", 12, "Layers.")
-_D_MODEL = flags.DEFINE_integer("d_model", 768, "Hidden size (heads of 64).")
+FLAGS = flags.FLAGS
+common_flags.define_network_flags(("n_layer", "d_model"), notes={"d_model": "heads of 64"},
+                                  n_layer=12, d_model=768)
 _SEQS = flags.DEFINE_list("max_seq_lengths", ["128", "512"], "max_seq_length T of the "
                           "exports (HF truncates at T too).")
 _BATCHES = flags.DEFINE_list("batch_sizes", ["1", "32"], "Batch sizes.")
-_CALLS = flags.DEFINE_integer("calls", 20, "Timed requests per configuration (each a "
-                              "different batch of held-out sentences).")
-_PRECISIONS = flags.DEFINE_list("precisions", ["fp32"], "fp32 and/or bf16.")
-_SPIECE = flags.DEFINE_string("spiece_model", None, "SentencePiece model (default: the "
-                              "released one if present, else trained on the bundled corpus).")
+common_flags.define_flags(
+    ("calls", "precisions", "spiece_model", "work_dir"),
+    notes={"calls": "per configuration, each a different batch of held-out sentences",
+           "spiece_model": "default: the released one if present, else trained on the "
+                           "bundled corpus",
+           "work_dir": "keep the model directories and exports here; default: a temporary "
+                       "directory, removed at the end"},
+    calls=20, precisions=["fp32"], work_dir=None)
 _TORCH_THREADS = flags.DEFINE_list("torch_threads", None, "PyTorch thread counts to try: "
                                    "HF is timed with the one fastest on its warm-up calls "
                                    "(default: 1 and the core count).")
-_WORK_DIR = flags.DEFINE_string("work_dir", None, "Keep the model directories and exports "
-                                "here (default: a temporary directory, removed at the end).")
 
 
 def main(argv):
   del argv
-  for precision in _PRECISIONS.value:
+  for precision in FLAGS.precisions:
     if precision not in ("fp32", "bf16"):
       raise app.UsageError(f"--precisions: {precision!r} is not fp32 or bf16")
-  serving_latency.benchmark(_WORK_DIR.value, _LAYERS.value, _D_MODEL.value, _SEQS.value,
-                    _BATCHES.value, _CALLS.value, _PRECISIONS.value, _SPIECE.value,
-                    _TORCH_THREADS.value)
+  serving_latency.benchmark(FLAGS.work_dir, FLAGS.n_layer, FLAGS.d_model, _SEQS.value,
+                            _BATCHES.value, FLAGS.calls, FLAGS.precisions, FLAGS.spiece_model,
+                            _TORCH_THREADS.value)
 
 
 if __name__ == "__main__":

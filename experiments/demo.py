@@ -19,16 +19,20 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf import settings_record  # noqa: E402
 from xlnet_tf.runs import demo  # noqa: E402
 
-_WORK_DIR = flags.DEFINE_string("work_dir", "runs/demo", "Where every stage writes.")
+FLAGS = flags.FLAGS
 _SIZE = flags.DEFINE_enum("size", "demo", ["demo", "small", "tiny"], "Preset sizes "
                           "(DemoSettings.for_size).")
 _FORCE = flags.DEFINE_bool("force", False, "Redo every stage, even those already done (a "
                           "rerun with other settings is refused without it).")
-_PRETRAIN_STEPS = flags.DEFINE_integer("pretrain_steps", None, "Override the preset.")
-_FINETUNE_STEPS = flags.DEFINE_integer("finetune_steps", None, "Override the preset.")
+common_flags.define_flags(
+    ("work_dir", "pretrain_steps", "finetune_steps"),
+    notes={"work_dir": "every stage's", "pretrain_steps": "override the preset",
+           "finetune_steps": "override the preset"},
+    work_dir="runs/demo", pretrain_steps=None, finetune_steps=None)
 _FINETUNE_SEEDS = flags.DEFINE_list("finetune_seeds", None, "Fine-tune once per seed "
                                     "(default: by preset, one seed).")
 _MOBY = flags.DEFINE_bool("include_moby_dick", None, "Pretrain on Moby-Dick too.")
@@ -40,13 +44,14 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   overrides = {name: flag.value for name, flag in (
-      ("pretrain_steps", _PRETRAIN_STEPS), ("finetune_steps", _FINETUNE_STEPS),
+      ("pretrain_steps", FLAGS["pretrain_steps"]),
+      ("finetune_steps", FLAGS["finetune_steps"]),
       ("compare_random_init", _COMPARE), ("include_moby_dick", _MOBY))
       if flag.value is not None}
   if _FINETUNE_SEEDS.value:
     overrides["finetune_seeds"] = tuple(int(seed) for seed in _FINETUNE_SEEDS.value)
   try:
-    demo.demo(_WORK_DIR.value, _SIZE.value, force=_FORCE.value, **overrides)
+    demo.demo(FLAGS.work_dir, _SIZE.value, force=_FORCE.value, **overrides)
   except settings_record.SettingsMismatch as e:
     raise SystemExit(f"demo: {e}") from None
 

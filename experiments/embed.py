@@ -23,10 +23,22 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.inference import embedding  # noqa: E402
 
-_MODEL_DIR = flags.DEFINE_string("model_dir", None, "A pretrained model directory "
-                                 "(xlnet_config.json, model.ckpt, spiece.model).")
+FLAGS = flags.FLAGS
+common_flags.define_flags(
+    ("model_dir", "max_seq_length", "batch_size", "overwrite"),
+    notes={"model_dir": "a pretrained model directory: xlnet_config.json, model.ckpt, "
+                        "spiece.model",
+           "max_seq_length": "--model_dir: the segment length; an export has its own",
+           "batch_size": "texts per call"},
+    lower_bounds={"max_seq_length": 3, "batch_size": 1},
+    max_seq_length=128, batch_size=embedding.BATCH_SIZE)
+common_flags.define_network_flags(
+    ("mem_len",), notes={"mem_len": "--model_dir: the memory's positions; default: "
+                                    "max_seq_length"},
+    lower_bounds={"mem_len": 1}, mem_len=None)
 _SAVED_MODEL = flags.DEFINE_string("saved_model", None, "An encoder export with the "
                                    "signature serving_document (instead of --model_dir).")
 _INPUT = flags.DEFINE_multi_string("input", None, "UTF-8 text file(s); repeat the flag for "
@@ -40,13 +52,6 @@ _POOLING = flags.DEFINE_enum("pooling", "cls", list(embedding.POOLINGS), "cls: t
                              "vectors.")
 _PER_TOKEN = flags.DEFINE_bool("per_token", False, "Also write every piece's vector (an .npz "
                                "with embeddings, token_embeddings, token_ids, offsets).")
-_MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 128, "--model_dir: the segment "
-                                       "length (an export has its own).", lower_bound=3)
-_MEM_LEN = flags.DEFINE_integer("mem_len", None, "--model_dir: the memory's positions "
-                                "(default: max_seq_length).", lower_bound=1)
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", embedding.BATCH_SIZE, "Texts per call.",
-                                   lower_bound=1)
-_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --output.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "A progress bar on stderr (when there is "
                               "more than one batch).")
 
@@ -54,27 +59,13 @@ _PROGRESS = flags.DEFINE_bool("progress", True, "A progress bar on stderr (when 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  try:                                             # everything checkable, before the model
-    if bool(_MODEL_DIR.value) == bool(_SAVED_MODEL.value):
-      raise embedding.EmbedInputError("give one of --model_dir and --saved_model")
-    texts = embedding.read_texts(_INPUT.value or [], _UNIT.value)
-    if _MODEL_DIR.value:
-      embedding.check_model_dir(_MODEL_DIR.value)
-    else:
-      embedding.check_saved_model(_SAVED_MODEL.value)
-    output = _OUTPUT.value or embedding.default_output(_INPUT.value, _PER_TOKEN.value)
-    embedding.check_output(output, _PER_TOKEN.value, _OVERWRITE.value)
-    if _MODEL_DIR.value:
-      embedder = embedding.Embedder.from_model_dir(_MODEL_DIR.value, _MAX_SEQ_LENGTH.value,
-                                                   _MEM_LEN.value)
-    else:
-      embedder = embedding.Embedder.from_saved_model(_SAVED_MODEL.value)
-    batches = -(-len(texts.texts) // _BATCH_SIZE.value)
-    progress = (embedding.ProgressBar(len(texts.texts))
-                if _PROGRESS.value and batches > 1 else None)
-    outputs = embedding.embed(embedder, texts.texts, _POOLING.value, _PER_TOKEN.value,
-                              _BATCH_SIZE.value, texts.sources, progress)
-    embedding.write_outputs(output, outputs, _PER_TOKEN.value, _OVERWRITE.value)
+  try:
+    output, outputs = embedding.embed_files(
+        _INPUT.value or [], _OUTPUT.value, model_dir=FLAGS.model_dir,
+        saved_model=_SAVED_MODEL.value, unit=_UNIT.value, pooling=_POOLING.value,
+        per_token=_PER_TOKEN.value, max_seq_length=FLAGS.max_seq_length,
+        mem_len=FLAGS.mem_len, batch_size=FLAGS.batch_size, overwrite=FLAGS.overwrite,
+        progress=_PROGRESS.value)
   except (ValueError, OSError) as e:
     raise SystemExit(f"xlnet-embed: {e}") from None
   rows, dim = outputs["embeddings"].shape

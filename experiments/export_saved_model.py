@@ -17,56 +17,46 @@ truncation at max_seq_length. The paths are checked before the model is loaded: 
 ends the run with one line naming the flag.
 """
 
-import os
-
 from xlnet_tf import console
 
 console.start()  # before TensorFlow is imported: the log levels of --verbosity
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
-from xlnet_tf import paths  # noqa: E402
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.serving import classifier_export  # noqa: E402
-from xlnet_tf.models.xlnet_classifier import ClassifierSpec  # noqa: E402
 
-_MODEL_DIR = flags.DEFINE_string("model_dir", None, "run_classifier's --model_dir (or its "
-                                 "final/ directory).")
-_EXPORT_DIR = flags.DEFINE_string("export_dir", None, "Where to write the SavedModel.")
+FLAGS = flags.FLAGS
+common_flags.define_flags(
+    ("model_dir", "export_dir", "spiece_model_file"),
+    notes={"model_dir": "run_classifier's --model_dir, or its final/ directory",
+           "spiece_model_file": "default: MODEL_DIR/spiece.model"})
+common_flags.define_network_flags(
+    ("mem_len",), notes={"mem_len": "the memory whole texts are read through; default: "
+                                    "classifier.json's mem_len, else max_seq_length"},
+    lower_bounds={"mem_len": 1}, mem_len=None)
 _PAIR = flags.DEFINE_bool("pair", None, "serving_default takes text_a and text_b (default: "
                           "by task, true for GLUE pair tasks).")
-_SPIECE = flags.DEFINE_string("spiece_model_file", None, "Default: MODEL_DIR/spiece.model.")
 _FIXED = flags.DEFINE_bool("fixed_length", False, "serving_default pads every text to "
                            "max_seq_length (default: each batch to its bucket).")
 _TRUNCATE = flags.DEFINE_bool("truncate", False, "serving_default truncates texts at "
                               "max_seq_length, as released (default: reads them whole "
                               "through the memory).")
-_MEM_LEN = flags.DEFINE_integer("mem_len", None, "The memory (positions) whole texts are "
-                                "read through (default: classifier.json's mem_len, else "
-                                "max_seq_length).", lower_bound=1)
 flags.mark_flags_as_required(["model_dir", "export_dir"])
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  model_dir = _MODEL_DIR.value
-  try:                                             # everything checkable, before any work
-    paths.check_input_path(model_dir, "--model_dir", "directory written by run_classifier")
-    paths.check_input_path(_SPIECE.value, "--spiece_model_file", "SentencePiece model file")
-    paths.check_output_dir(_EXPORT_DIR.value, "--export_dir")
-    if not tf.io.gfile.exists(os.path.join(model_dir, ClassifierSpec.FILE)):
-      model_dir = os.path.join(model_dir, "final")
-    with paths.reporting_disk_full(_EXPORT_DIR.value):
-      classifier_export.export_classifier(model_dir, _EXPORT_DIR.value, pair=_PAIR.value,
-                                          spiece_model=_SPIECE.value,
-                                          bucketed=False if _FIXED.value else None,
-                                          whole_text=not _TRUNCATE.value,
-                                          mem_len=_MEM_LEN.value)
+  try:
+    model_dir = classifier_export.export_fine_tuned(
+        FLAGS.model_dir, FLAGS.export_dir, pair=_PAIR.value,
+        spiece_model=FLAGS.spiece_model_file, bucketed=False if _FIXED.value else None,
+        whole_text=not _TRUNCATE.value, mem_len=FLAGS.mem_len)
   except (ValueError, OSError) as e:
     raise SystemExit(f"export_saved_model: {e}") from None
-  print(f"exported {model_dir} to {_EXPORT_DIR.value}")
+  print(f"exported {model_dir} to {FLAGS.export_dir}")
 
 
 def run():

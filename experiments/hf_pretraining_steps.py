@@ -32,48 +32,43 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.runs import hf_pretraining_steps  # noqa: E402
 
-_TRAIN_DATA = flags.DEFINE_string("train_data", None, "Record directory (read only).")
+FLAGS = flags.FLAGS
+common_flags.define_flags(
+    ("train_data", "steps", "seed", "threads"),
+    notes={"train_data": "read only", "steps": "updates taken by each side",
+           "seed": "the initial weights and the shard order"},
+    lower_bounds={"steps": 1, "threads": 0}, steps=500)
 _OUTPUT = flags.DEFINE_string("output", None, "The curves as JSON (a new file).")
-_STEPS = flags.DEFINE_integer("steps", 500, "Updates taken by each side.", lower_bound=1)
-_TRAIN_STEPS = flags.DEFINE_integer("train_steps", 2000, "Length of the learning-rate "
-                                    "schedule (>= --steps).", lower_bound=1)
-_LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "Peak learning rate.")
-_WARMUP_STEPS = flags.DEFINE_integer("warmup_steps", 100, "Linear warmup steps.")
-_BIAS_CORRECTION = flags.DEFINE_enum(
-    "adam_bias_correction", "released", list(hf_pretraining_steps.ADAM_BIAS_CORRECTIONS),
-    "released: none with weight decay (the released AdamWeightDecayOptimizer); always: "
-    "Adam's correction; never.")
-_MEM_LEN = flags.DEFINE_integer("mem_len", 64, "Memory length (0: no memory).",
-                                lower_bound=0)
-_N_LAYER = flags.DEFINE_integer("n_layer", 2, "Layers.", lower_bound=1)
-_D_MODEL = flags.DEFINE_integer("d_model", 128, "Hidden size.", lower_bound=1)
-_N_HEAD = flags.DEFINE_integer("n_head", 2, "Heads.", lower_bound=1)
-_D_HEAD = flags.DEFINE_integer("d_head", 64, "Head size.", lower_bound=1)
-_D_INNER = flags.DEFINE_integer("d_inner", 256, "Feed-forward size.", lower_bound=1)
-_SEED = flags.DEFINE_integer("seed", 0, "Seed of the initial weights and the shard order.")
+common_flags.define_optimization_flags(
+    ("train_steps", "learning_rate", "warmup_steps", "adam_bias_correction"),
+    notes={"train_steps": ">= --steps"}, lower_bounds={"train_steps": 1},
+    train_steps=2000, learning_rate=1e-3, warmup_steps=100)
+_NETWORK = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "mem_len")
+common_flags.define_network_flags(
+    _NETWORK, notes={"mem_len": "0: no memory"},
+    lower_bounds={"mem_len": 0, "n_layer": 1, "d_model": 1, "n_head": 1, "d_head": 1,
+                  "d_inner": 1},
+    mem_len=64, n_layer=2, d_model=128, n_head=2, d_head=64, d_inner=256)
 _PRINT_EVERY = flags.DEFINE_integer("print_every", 50, "Print the losses every this many "
                                     "steps.", lower_bound=1)
-_THREADS = flags.DEFINE_integer("threads", 0, "CPU threads of TensorFlow's ops (intra-op)"
-                                " and of PyTorch (0: their defaults).",
-                                lower_bound=0)
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   for flag in ("train_data", "output"):
-    if not flags.FLAGS[flag].value:
+    if not FLAGS[flag].value:
       raise app.UsageError(f"--{flag} is required")
-  if _THREADS.value:
-    hf_pretraining_steps.set_threads(_THREADS.value)
-  config_values = dict(n_layer=_N_LAYER.value, d_model=_D_MODEL.value, n_head=_N_HEAD.value,
-                       d_head=_D_HEAD.value, d_inner=_D_INNER.value, mem_len=_MEM_LEN.value)
+  if FLAGS.threads:
+    hf_pretraining_steps.set_threads(FLAGS.threads)
+  config_values = {name: FLAGS[name].value for name in _NETWORK}
   try:
     hf_pretraining_steps.run(
-        _TRAIN_DATA.value, _OUTPUT.value, config_values, _STEPS.value, _TRAIN_STEPS.value,
-        _LEARNING_RATE.value, _WARMUP_STEPS.value, _BIAS_CORRECTION.value, _SEED.value,
+        FLAGS.train_data, _OUTPUT.value, config_values, FLAGS.steps, FLAGS.train_steps,
+        FLAGS.learning_rate, FLAGS.warmup_steps, FLAGS.adam_bias_correction, FLAGS.seed,
         _PRINT_EVERY.value, report=lambda line: print(line, flush=True))
   except (OSError, ValueError) as e:
     raise SystemExit(f"hf_pretraining_steps: {e}") from None

@@ -35,48 +35,55 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf import settings_record  # noqa: E402
 from xlnet_tf.runs import long_documents  # noqa: E402
 
 _DEFAULTS = long_documents.EraSettings()
-_WORK_DIR = flags.DEFINE_string("work_dir", "runs/long_documents", "Where the runs go.")
-_INIT = flags.DEFINE_string("init_checkpoint", "", "Pretrained model directory (default: "
-                            "pretrain the demo's small model on the speeches).")
-_SEEDS = flags.DEFINE_list("seeds", [str(s) for s in _DEFAULTS.seeds], "Fine-tuning seeds.")
-_FOLDS = flags.DEFINE_integer("folds", _DEFAULTS.folds, "Folds (>= 2).")
+FLAGS = flags.FLAGS
+common_flags.define_flags(
+    ("work_dir", "init_checkpoint", "seeds", "folds", "steps", "batch_size", "learning_rate"),
+    notes={"init_checkpoint": "a pretrained model directory; default: pretrain the demo's "
+                              "small model on the speeches",
+           "seeds": "fine-tuning", "steps": "fine-tuning steps per run",
+           "batch_size": "speeches per batch"},
+    work_dir="runs/long_documents", init_checkpoint="",
+    seeds=[str(s) for s in _DEFAULTS.seeds], folds=_DEFAULTS.folds, steps=_DEFAULTS.steps,
+    batch_size=_DEFAULTS.batch_size, learning_rate=_DEFAULTS.learning_rate)
 _READINGS = flags.DEFINE_list("readings", list(_DEFAULTS.readings),
                               f"Any of {list(long_documents.READINGS)}.")
-_STEPS = flags.DEFINE_integer("steps", _DEFAULTS.steps, "Fine-tuning steps per run.")
-_BATCH = flags.DEFINE_integer("batch_size", _DEFAULTS.batch_size, "Speeches per batch.")
-_LR = flags.DEFINE_float("learning_rate", _DEFAULTS.learning_rate, "Peak learning rate.")
 _SEGMENT = flags.DEFINE_integer("segment_length", _DEFAULTS.segment_length,
                                 "Pieces per segment (max_seq_length).")
-_MEM_LEN = flags.DEFINE_integer("mem_len", _DEFAULTS.mem_len, "The whole reading's memory.")
+common_flags.define_network_flags(("mem_len",), notes={"mem_len": "the whole reading's"},
+                                  mem_len=_DEFAULTS.mem_len)
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   try:
-    seeds = [int(s) for s in _SEEDS.value]
+    seeds = [int(s) for s in FLAGS.seeds]
   except ValueError:
-    raise app.UsageError(f"--seeds must be integers, got {_SEEDS.value}") from None
+    raise app.UsageError(f"--seeds must be integers, got {FLAGS.seeds}") from None
   unknown = [r for r in _READINGS.value if r not in long_documents.READINGS]
   if unknown or not _READINGS.value:
     raise app.UsageError(f"--readings: expected some of {list(long_documents.READINGS)}, "
                          f"got {_READINGS.value}")
-  for flag, least in ((_FOLDS, 2), (_STEPS, 1), (_BATCH, 1), (_SEGMENT, 8), (_MEM_LEN, 1)):
-    if flag.value < least:
-      raise app.UsageError(f"--{flag.name} must be >= {least}, got {flag.value}")
+  for name, least in (("folds", 2), ("steps", 1), ("batch_size", 1), ("segment_length", 8),
+                      ("mem_len", 1)):
+    if FLAGS[name].value < least:
+      raise app.UsageError(f"--{name} must be >= {least}, got {FLAGS[name].value}")
   settings = long_documents.EraSettings(
-      folds=_FOLDS.value, seeds=tuple(seeds), readings=tuple(_READINGS.value),
-      segment_length=_SEGMENT.value, mem_len=_MEM_LEN.value, batch_size=_BATCH.value,
-      steps=_STEPS.value, learning_rate=_LR.value)
+      folds=FLAGS.folds, seeds=tuple(seeds), readings=tuple(_READINGS.value),
+      segment_length=_SEGMENT.value, mem_len=FLAGS.mem_len, batch_size=FLAGS.batch_size,
+      steps=FLAGS.steps, learning_rate=FLAGS.learning_rate)
   command = ("python -m experiments.long_documents "
              f"--seeds={','.join(map(str, seeds))} --folds={settings.folds} "
              f"--readings={','.join(settings.readings)} --steps={settings.steps} "
              f"--batch_size={settings.batch_size} --learning_rate={settings.learning_rate:g} "
              f"--segment_length={settings.segment_length} --mem_len={settings.mem_len}")
   try:
-    long_documents.compare_readings(_WORK_DIR.value, _INIT.value, settings, command)
+    long_documents.compare_readings(FLAGS.work_dir, FLAGS.init_checkpoint, settings, command)
   except settings_record.SettingsMismatch as e:
     raise SystemExit(f"long_documents: {e}") from None
 

@@ -24,14 +24,17 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.runs import plots  # noqa: E402
 
 _ORDER = flags.DEFINE_list("order", ["3", "2", "4", "1"], "masks: a factorization order of "
                            "positions 1..T (first predicted first).")
-_MEM_LEN = flags.DEFINE_integer("mem_len", 0, "masks: memory positions to draw (always "
-                                "visible).")
-_MODEL_DIR = flags.DEFINE_string("model_dir", None, "attention: a pretrained model "
-                                 "directory (with spiece.model).")
+FLAGS = flags.FLAGS
+common_flags.define_network_flags(
+    ("mem_len",), notes={"mem_len": "masks: the memory positions drawn, always visible"})
+common_flags.define_flags(
+    ("model_dir",), notes={"model_dir": "attention: a pretrained model directory, with "
+                                        "spiece.model"})
 _SENTENCE = flags.DEFINE_string("sentence", "The film is a gripping, beautifully acted "
                                 "drama.", "attention: the sentence.")
 _EVENT_DIR = flags.DEFINE_string("event_dir", None, "curves: a directory of TensorBoard "
@@ -52,11 +55,11 @@ def main(argv):
       order = plots.parse_order(_ORDER.value)
     except ValueError as error:
       raise app.UsageError(f"--order: {error} (1-based positions)") from None
-    plots.plot_masks(order, _OUT.value, _MEM_LEN.value, _DPI.value)
+    plots.plot_masks(order, _OUT.value, FLAGS.mem_len, _DPI.value)
   elif what == "attention":
-    if not _MODEL_DIR.value:
+    if not FLAGS.model_dir:
       raise app.UsageError("attention needs --model_dir")
-    pieces, probs = plots.sentence_attentions(_MODEL_DIR.value, _SENTENCE.value)
+    pieces, probs = plots.sentence_attentions(FLAGS.model_dir, _SENTENCE.value)
     scores = plots.plot_attention(pieces, probs, _OUT.value, _DPI.value)
     for line in plots.best_heads(scores):
       print(line)

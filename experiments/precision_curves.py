@@ -23,26 +23,28 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf import settings_record  # noqa: E402
 from xlnet_tf.runs import precision_curves  # noqa: E402
 
-_WORK_DIR = flags.DEFINE_string("work_dir", "runs/precision", "Where runs and results go.")
-_STEPS = flags.DEFINE_integer("steps", 600, "Pretraining steps per run.", lower_bound=1)
-_STEPS_PER_LOOP = flags.DEFINE_integer("steps_per_loop", 25, "Steps per loss point.",
-                                       lower_bound=1)
-_SEEDS = flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds per precision.")
+FLAGS = flags.FLAGS
+common_flags.define_flags(
+    ("work_dir", "steps", "steps_per_loop", "seeds", "jit_compile"),
+    notes={"work_dir": "and the results", "steps": "pretraining steps per run",
+           "steps_per_loop": "one loss point each", "seeds": "per precision",
+           "jit_compile": "what a TPU runs"},
+    lower_bounds={"steps": 1, "steps_per_loop": 1},
+    work_dir="runs/precision", steps=600, steps_per_loop=25, seeds=["0", "1", "2"])
 flags.register_validator("seeds", lambda seeds: bool(seeds) and all(
     s.isdigit() for s in seeds), message="expected non-negative integers, e.g. 0,1,2")
-_JIT = flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass "
-                         "with XLA (what a TPU runs).")
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   try:
-    precision_curves.train_curves(_WORK_DIR.value, _STEPS.value, _STEPS_PER_LOOP.value,
-                                  [int(s) for s in _SEEDS.value], _JIT.value)
+    precision_curves.train_curves(FLAGS.work_dir, FLAGS.steps, FLAGS.steps_per_loop,
+                                  [int(s) for s in FLAGS.seeds], FLAGS.jit_compile)
   except settings_record.SettingsMismatch as e:
     raise SystemExit(f"precision_curves: {e}") from None
 

@@ -29,10 +29,12 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.benchmarks import pretraining_diagnostics  # noqa: E402
 
-flags.DEFINE_string("model_dir", None, "The pretraining run's model directory "
-                    "(run_settings.json and ckpt-<step> checkpoints).")
+common_flags.define_flags(
+    ("model_dir",), notes={"model_dir": "the pretraining run's: run_settings.json and "
+                                        "ckpt-<step> checkpoints"})
 flags.DEFINE_string("records", None, "Held-out pretraining records (a record directory "
                     "of the run's layout).")
 flags.DEFINE_string("train_records", None, "Training records of the run's layout (for "

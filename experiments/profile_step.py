@@ -21,8 +21,9 @@ The tables give each thunk's self time summed over threads (thunks run concurren
 the sum can exceed the step), grouped by TensorFlow op (layers merged), by HLO kind, and
 the largest instructions.
 
-Runs the training step of `experiments.benchmark_pretrain` (same flags: --configs,
---modes, --seq_len, --num_predict, --n_token; the first config and mode are used) under
+Runs the training step of `experiments.benchmark_pretrain` (the same flags, defined by
+common_flags.py: --configs, --modes, --seq_len, --num_predict, --n_token; the first config
+and mode are used) under
 `tf.profiler.experimental`, converts the trace with TensorFlow's own profiler tools
 ("framework_op_stats", the table TensorBoard's profile plugin shows) and prints the op
 types and ops with the largest self time. The raw trace stays in --logdir for TensorBoard.
@@ -37,45 +38,46 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from experiments import benchmark_pretrain  # noqa: E402  (defines the model flags)
-from xlnet_tf import configs  # noqa: E402
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.benchmarks import profile_step  # noqa: E402
+from xlnet_tf.benchmarks import step_speed  # noqa: E402
 
+FLAGS = flags.FLAGS
+common_flags.define_step_flags(["small", "base"])
 _LOGDIR = flags.DEFINE_string("logdir", "runs/profile", "Where the trace goes.")
 _PROFILE_STEPS = flags.DEFINE_integer("profile_steps", 3, "Steps traced (after warm-up).")
 _TOP = flags.DEFINE_integer("top", 15, "Rows printed per table.")
 _PROGRAM = flags.DEFINE_bool("program", False, "Report the compiled program (size, XLA's "
                              "cost analysis, largest intermediates) instead of timing it.")
-_BATCH = flags.DEFINE_integer("batch_size", 0, "With --program: the batch (0: the "
-                              "config's benchmark batch).")
-_RECOMPUTE = flags.DEFINE_enum("recompute", "none", list(configs.RECOMPUTE_MODES),
-                               "With --program: the step's activation recomputation "
-                               "(XLNetConfig.recompute).")
+common_flags.define_flags(("batch_size",), notes={"batch_size": "with --program; 0: the "
+                                                                "config's benchmark batch"},
+                          batch_size=0)
+common_flags.define_network_flags(("recompute",),
+                                  notes={"recompute": "with --program: the step's"})
 
 
 def main(argv):
   del argv
-  values = flags.FLAGS
-  name, mode = values.configs[0], values.modes[0]
-  if name not in benchmark_pretrain.CONFIGS:
+  name, mode = FLAGS.configs[0], FLAGS.modes[0]
+  if name not in step_speed.CONFIGS:
     raise app.UsageError(f"--configs: unknown {name!r}; choose from "
-                         f"{sorted(benchmark_pretrain.CONFIGS)}")
-  if mode not in benchmark_pretrain.MODES:
-    raise app.UsageError(f"--modes: unknown {mode!r}; choose from {benchmark_pretrain.MODES}")
+                         f"{sorted(step_speed.CONFIGS)}")
+  if mode not in step_speed.MODES:
+    raise app.UsageError(f"--modes: unknown {mode!r}; choose from {step_speed.MODES}")
   if _PROGRAM.value and not mode.endswith("xla"):
     raise app.UsageError(f"--program reports a compiled step: --modes must be xla or "
                          f"bf16_xla, got {mode!r}")
-  if not _PROGRAM.value and (_BATCH.value or _RECOMPUTE.value != "none"):
+  if not _PROGRAM.value and (FLAGS.batch_size or FLAGS.recompute != "none"):
     raise app.UsageError("--batch_size and --recompute apply only with --program")
-  if _BATCH.value < 0:
-    raise app.UsageError(f"--batch_size must be >= 0 (0: the config's), got {_BATCH.value}")
+  if FLAGS.batch_size < 0:
+    raise app.UsageError(f"--batch_size must be >= 0 (0: the config's), got "
+                         f"{FLAGS.batch_size}")
   if _PROGRAM.value:
-    profile_step.program_report(name, mode, values.seq_len,
-                                values.num_predict, values.n_token, _BATCH.value, _TOP.value,
-                                _RECOMPUTE.value)
+    profile_step.program_report(name, mode, FLAGS.seq_len, FLAGS.num_predict, FLAGS.n_token,
+                                FLAGS.batch_size, _TOP.value, FLAGS.recompute)
     return
-  profile_step.profile(name, mode, values.seq_len, values.num_predict,
-                       values.n_token, _LOGDIR.value, _PROFILE_STEPS.value, _TOP.value)
+  profile_step.profile(name, mode, FLAGS.seq_len, FLAGS.num_predict, FLAGS.n_token,
+                       _LOGDIR.value, _PROFILE_STEPS.value, _TOP.value)
 
 
 if __name__ == "__main__":

@@ -26,38 +26,41 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf import settings_record  # noqa: E402
 from xlnet_tf.runs import ranking_folds  # noqa: E402
 
 _DEFAULTS = ranking_folds.RankingSettings()
-_WORK_DIR = flags.DEFINE_string("work_dir", "runs/ranking", "Where the runs go.")
-_INIT = flags.DEFINE_string("init_checkpoint", "runs/demo/pretrain/final",
-                            "The pretrained model directory or preset name.")
+FLAGS = flags.FLAGS
 _CONFIG = flags.DEFINE_string("config_file", _DEFAULTS.config_file,
                               "The xlnet/ranking experiment's YAML.")
 _OVERRIDE = flags.DEFINE_string("params_override", "", "Overrides of the experiment.")
-_FOLDS = flags.DEFINE_integer("folds", _DEFAULTS.folds, "Query folds (>= 2).")
-_RANKERS = flags.DEFINE_list("rankers", list(_DEFAULTS.rankers),
-                             f"Any of {list(ranking_folds.RANKERS)} or knrm_layer<k>.")
+common_flags.define_flags(
+    ("work_dir", "init_checkpoint", "folds", "rankers"),
+    notes={"init_checkpoint": "the pretrained model directory or preset name",
+           "folds": "the queries'",
+           "rankers": f"any of {list(ranking_folds.RANKERS)} or knrm_layer<k>"},
+    work_dir="runs/ranking", init_checkpoint="runs/demo/pretrain/final",
+    folds=_DEFAULTS.folds, rankers=list(_DEFAULTS.rankers))
 
 
 def main(argv):
   del argv
-  if not _RANKERS.value:
+  if not FLAGS.rankers:
     raise app.UsageError("--rankers is empty: name at least one of "
                          f"{list(ranking_folds.RANKERS)} or knrm_layer<k>")
-  for name in _RANKERS.value:
+  for name in FLAGS.rankers:
     try:
       ranking_folds.embedding_layer(name)                # an unknown name, before any work
     except ValueError as e:
       raise app.UsageError(f"--rankers: {e}") from None
-  if _FOLDS.value < 2:
-    raise app.UsageError(f"--folds must be >= 2, got {_FOLDS.value}")
+  if FLAGS.folds < 2:
+    raise app.UsageError(f"--folds must be >= 2, got {FLAGS.folds}")
   settings = ranking_folds.RankingSettings(config_file=_CONFIG.value,
                                            params_override=_OVERRIDE.value,
-                                           folds=_FOLDS.value, rankers=tuple(_RANKERS.value))
+                                           folds=FLAGS.folds, rankers=tuple(FLAGS.rankers))
   try:
-    ranking_folds.compare(_WORK_DIR.value, _INIT.value, settings,
+    ranking_folds.compare(FLAGS.work_dir, FLAGS.init_checkpoint, settings,
                           command=" ".join(["python -m experiments.ranking_folds"] +
                                            sys.argv[1:]))
   except settings_record.SettingsMismatch as e:

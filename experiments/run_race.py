@@ -39,41 +39,36 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from experiments import released_flags  # noqa: E402
-from experiments import strategy_flags  # noqa: E402,F401  (--strategy, --tpu, --num_gpus)
-from experiments import task_flags  # noqa: E402
 from xlnet_tf.runs.released import run_race  # noqa: E402
 
 FLAGS = flags.FLAGS
-# The released run_race.py's defaults (lr 2e-5, no layer decay, 12000 steps, batch 8;
-# adam_epsilon 1e-6 is task_flags' default, as released).
-task_flags.define_task_flags(learning_rate=2e-5, lr_layer_decay_rate=1.0, train_steps=12000,
-                             train_batch_size=8)
-flags.DEFINE_string("data_dir", None, "The RACE directory.")
-flags.DEFINE_bool("do_train", False, "Fine-tune on the train split.")
-flags.DEFINE_bool("do_eval", False, "Evaluate on --eval_split.")
-flags.DEFINE_bool("do_export", False, "Export the raw-text SavedModel of MODEL_DIR/best "
-                  "(else MODEL_DIR/final) to --export_dir.")
-flags.DEFINE_string("export_dir", None, "--do_export: where the SavedModel goes (default "
-                    "MODEL_DIR/export; must be new or empty).")
-flags.DEFINE_string("eval_split", "dev", "dev or test.")
+# The released run_race.py's defaults (lr 2e-5, no layer decay, 12000 steps, batch 8,
+# adam_epsilon 1e-6).
+common_flags.define_finetuning_flags(
+    learning_rate=2e-5, lr_layer_decay_rate=1.0, train_steps=12000, train_batch_size=8,
+    notes={"output_dir": "cached features and eval results"})
+common_flags.define_flags(
+    ("data_dir", "do_train", "do_eval", "do_export", "export_dir", "eval_split",
+     "max_seq_length", "eval_batch_size", "iterations", "save_steps", "max_checkpoints",
+     "grad_accum_steps", "precision", "shuffle_buffer_size", "summary_type",
+     "use_summ_proj", "stop_at_step"),
+    notes={"data_dir": "RACE",
+           "do_train": "on the train split",
+           "do_export": "the raw-text SavedModel of MODEL_DIR/best, else MODEL_DIR/final",
+           "export_dir": "--do_export; default MODEL_DIR/export; must be new or empty",
+           "eval_split": "dev or test",
+           "max_seq_length": "an (article, question+option) row",
+           "eval_batch_size": "questions",
+           "precision": "bfloat16: bfloat16 compute, float32 weights",
+           "shuffle_buffer_size": "questions",
+           "stop_at_step": "the schedule stays that of --train_steps"},
+    max_seq_length=512, eval_batch_size=32, iterations=1000, save_steps=1000,
+    max_checkpoints=3, shuffle_buffer_size=2048)
+common_flags.define_strategy_flags()
 flags.DEFINE_list("levels", list(run_race.LEVELS), "Subsets: middle, high.")
-flags.DEFINE_integer("max_seq_length", 512, "Pieces per (article, question+option) row.")
 flags.DEFINE_integer("max_qa_length", 128, "Question+option pieces kept (the last ones).")
-flags.DEFINE_integer("eval_batch_size", 32, "Questions per evaluation batch.")
-flags.DEFINE_integer("iterations", 1000, "Steps per loop (tf.function call, loss log).")
-flags.DEFINE_integer("save_steps", 1000, "Checkpoint interval (steps).")
-flags.DEFINE_integer("max_checkpoints", 3, "Checkpoints kept (0: every one).")
-flags.DEFINE_integer("grad_accum_steps", 1, "Micro-batches per update.")
-flags.DEFINE_enum("precision", "float32", sorted(run_race.PRECISIONS), "Numerics "
-                  "(bfloat16: bfloat16 compute, float32 weights).")
-flags.DEFINE_integer("shuffle_buffer_size", 2048, "Questions in the training shuffle "
-                     "buffer.")
-flags.DEFINE_string("summary_type", "last", "Sequence summary: last (<cls>), first, mean, "
-                    "attn.")
-flags.DEFINE_bool("use_summ_proj", True, "Dense + tanh on the summary.")
-flags.DEFINE_integer("stop_at_step", None, "Stop (and checkpoint) at this step; the schedule "
-                     "stays that of --train_steps, a rerun continues.")
 flags.mark_flags_as_required(["model_dir"])
 released_flags.define("run_race.py")
 

@@ -49,46 +49,40 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from experiments import released_flags  # noqa: E402
-from experiments import strategy_flags  # noqa: E402,F401  (--strategy, --tpu, --num_gpus)
-from experiments import task_flags  # noqa: E402
 from xlnet_tf.runs.released import run_squad  # noqa: E402
 
 FLAGS = flags.FLAGS
-task_flags.define_task_flags(learning_rate=3e-5, lr_layer_decay_rate=0.75, train_steps=8000,
-                             train_batch_size=48)
+common_flags.define_finetuning_flags(
+    learning_rate=3e-5, lr_layer_decay_rate=0.75, train_steps=8000, train_batch_size=48,
+    notes={"output_dir": "predictions and scores"})
+common_flags.define_flags(
+    ("do_train", "do_predict", "predict_dir", "max_seq_length", "doc_stride",
+     "max_query_length", "start_n_top", "end_n_top", "do_export", "export_dir",
+     "null_score_diff_threshold", "iterations", "save_steps", "max_checkpoints",
+     "shuffle_buffer_size", "precision", "stop_at_step"),
+    notes={"do_predict": "--predict_file",
+           "predict_dir": "default --output_dir",
+           "max_seq_length": "a window",
+           "do_export": "raw question and context in, answer out",
+           "export_dir": "--do_export; default MODEL_DIR/export",
+           "null_score_diff_threshold": "default: the best threshold found on "
+                                        "--predict_file when it has answers, else 0",
+           "save_steps": "in MODEL_DIR; a rerun resumes from the newest",
+           "shuffle_buffer_size": "windows; default: the xlnet/squad experiment's",
+           "precision": "bfloat16: bfloat16 compute, float32 weights",
+           "stop_at_step": "the schedule stays that of --train_steps"},
+    max_seq_length=512, iterations=1000, save_steps=1000, max_checkpoints=5,
+    shuffle_buffer_size=None)
+common_flags.define_strategy_flags()
 flags.DEFINE_string("train_file", None, "SQuAD JSON to train on (or sample_data:qa/squad.json, "
                     "the bundled sample).")
 flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and score, if answered); "
                     "sample_data:PATH as for --train_file.")
-flags.DEFINE_bool("do_train", False, "Fine-tune.")
-flags.DEFINE_bool("do_predict", False, "Predict --predict_file.")
-flags.DEFINE_string("predict_dir", None, "Where --do_predict writes (default --output_dir).")
-flags.DEFINE_integer("max_seq_length", 512, "Pieces per window.")
-flags.DEFINE_integer("doc_stride", 128, "Pieces between window starts.")
-flags.DEFINE_integer("max_query_length", 64, "Question pieces kept.")
 flags.DEFINE_integer("max_answer_length", 64, "Longest answer, in pieces.")
 flags.DEFINE_integer("n_best_size", 5, "Candidates kept per question.")
-flags.DEFINE_integer("start_n_top", 5, "Best starts searched.")
-flags.DEFINE_integer("end_n_top", 5, "Best ends searched per start.")
 flags.DEFINE_integer("predict_batch_size", 32, "Windows per prediction batch.")
-flags.DEFINE_bool("do_export", False, "Export a SavedModel (raw question and context in, "
-                  "answer out) to --export_dir.")
-flags.DEFINE_string("export_dir", None, "Where --do_export writes (default MODEL_DIR/export).")
-flags.DEFINE_float("null_score_diff_threshold", None, "v2.0: answer '' when the null score "
-                   "exceeds this (default: the best threshold found on --predict_file when "
-                   "it has answers, else 0).")
-flags.DEFINE_integer("iterations", 1000, "Training steps per loop (one tf.function call; "
-                     "the loss is logged and checked after each).")
-flags.DEFINE_integer("save_steps", 1000, "Steps between checkpoints in MODEL_DIR (a rerun "
-                     "resumes from the newest).")
-flags.DEFINE_integer("max_checkpoints", 5, "Checkpoints kept (0: every one).")
-flags.DEFINE_integer("shuffle_buffer_size", None, "Windows in the training shuffle buffer "
-                     "(default: the xlnet/squad experiment's).")
-flags.DEFINE_enum("precision", "float32", sorted(run_squad.PRECISIONS), "Numerics "
-                  "(bfloat16: bfloat16 compute, float32 weights).")
-flags.DEFINE_integer("stop_at_step", None, "Stop (and checkpoint) at this step; the schedule "
-                     "stays that of --train_steps, a rerun continues.")
 flags.mark_flags_as_required(["model_dir"])
 released_flags.define("run_squad.py")
 

@@ -24,35 +24,32 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf.benchmarks import step_speed  # noqa: E402
 from xlnet_tf.benchmarks import step_memory  # noqa: E402
 
-_CONFIGS = flags.DEFINE_list("configs", list(step_memory.CONFIG_NAMES),
-                             f"Of {sorted(step_speed.CONFIGS)}.")
-_PRECISIONS = flags.DEFINE_list("precisions", list(step_memory.PRECISIONS),
-                                f"Of {sorted(step_memory.PRECISIONS)}.")
+FLAGS = flags.FLAGS
+common_flags.define_step_flags(step_memory.CONFIG_NAMES, modes=False)
+common_flags.define_flags(("precisions",), precisions=list(step_memory.PRECISIONS))
 _BATCHES = flags.DEFINE_list("batches", ["1", "2"], "Two or more batch sizes (the fit "
                              "takes the two smallest).")
-_SEQ = flags.DEFINE_integer("seq_len", 512, "Tokens per row.")
-_PREDICT = flags.DEFINE_integer("num_predict", 85, "Targets per row.")
-_VOCAB = flags.DEFINE_integer("n_token", 32000, "Vocabulary.")
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  for flag, known in ((_CONFIGS, step_speed.CONFIGS), (_PRECISIONS, step_memory.PRECISIONS)):
-    unknown = sorted(set(flag.value) - set(known))
+  for name, known in (("configs", step_speed.CONFIGS), ("precisions", step_memory.PRECISIONS)):
+    unknown = sorted(set(FLAGS[name].value) - set(known))
     if unknown:
-      raise app.UsageError(f"--{flag.name}: unknown {unknown}; choose from {sorted(known)}")
+      raise app.UsageError(f"--{name}: unknown {unknown}; choose from {sorted(known)}")
   if not all(b.strip().isdigit() for b in _BATCHES.value):
     raise app.UsageError(f"--batches: give two or more positive integers, got "
                          f"{_BATCHES.value}")
   batches = sorted({int(b) for b in _BATCHES.value})
   if len(batches) < 2 or batches[0] < 1:
     raise app.UsageError(f"--batches: give two or more positive sizes, got {_BATCHES.value}")
-  step_memory.benchmark(_CONFIGS.value, _PRECISIONS.value, batches, _SEQ.value,
-                        _PREDICT.value, _VOCAB.value)
+  step_memory.benchmark(FLAGS.configs, FLAGS.precisions, batches, FLAGS.seq_len,
+                        FLAGS.num_predict, FLAGS.n_token)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from absl import flags  # noqa: E402
 from official.common import flags as tfm_flags  # noqa: E402
 from official.core import train_utils  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf import paths  # noqa: E402
 import xlnet_tf.tasks.all_tasks  # noqa: E402,F401  (registers every task and its experiment)
 from xlnet_tf.tasks import train_lib  # noqa: E402
@@ -65,10 +66,10 @@ def define_flags():
   delattr(FLAGS, "mode")               # Model Garden's enum has no export mode
   flags.DEFINE_enum("mode", None, list(train_lib.MODES), "What to run: train, eval, "
                     "train_and_eval, or export (the SavedModel of MODEL_DIR/best or final).")
-  flags.DEFINE_integer("stop_at_step", None, "Stop (and checkpoint) at this step; the "
-                       "schedule stays that of trainer.train_steps, a rerun continues.")
-  flags.DEFINE_string("export_dir", None, "--mode=export: where the SavedModel goes "
-                      "(default MODEL_DIR/export).")
+  common_flags.define_flags(
+      ("stop_at_step", "export_dir"),
+      notes={"stop_at_step": "the schedule stays that of trainer.train_steps",
+             "export_dir": "--mode=export; default MODEL_DIR/export"})
   flags.mark_flags_as_required(["experiment", "mode", "model_dir"])
 
 

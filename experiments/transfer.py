@@ -34,13 +34,14 @@ console.start()  # before TensorFlow is imported: the log levels of --verbosity
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from experiments import common_flags  # noqa: E402
 from xlnet_tf import settings_record  # noqa: E402
 from xlnet_tf.runs import demo  # noqa: E402
 from xlnet_tf.runs import transfer  # noqa: E402
 
 RECIPES = transfer.RECIPES
 
-_WORK_DIR = flags.DEFINE_string("work_dir", "runs/transfer", "Where the runs go.")
+FLAGS = flags.FLAGS
 _CORPUS = flags.DEFINE_enum("corpus", "sotu", list(demo.CORPORA),
                             "Pretraining text: 'sotu' (speeches, out of domain, with "
                             "held-out speeches) or 'reviews' (the demo's, in domain).")
@@ -49,7 +50,8 @@ _SIZE = flags.DEFINE_enum("size", "small", ["small", "demo", "tiny"],
 _RECIPES = flags.DEFINE_list("recipes", list(RECIPES), f"Any of {list(RECIPES)}.")
 _FINETUNE_LRS = flags.DEFINE_list("finetune_lrs", ["5e-4", "1e-3", "2e-3"],
                                   "Fine-tuning learning rates.")
-_SEEDS = flags.DEFINE_list("seeds", ["0", "1"], "Fine-tuning seeds.")
+common_flags.define_flags(("work_dir", "seeds"), notes={"seeds": "fine-tuning"},
+                          work_dir="runs/transfer", seeds=["0", "1"])
 
 
 def _parse(flag, values, kind, what):
@@ -72,13 +74,13 @@ def main(argv):
   lrs = _parse(_FINETUNE_LRS, _FINETUNE_LRS.value, float, "positive numbers")
   if any(lr <= 0 for lr in lrs):
     raise app.UsageError(f"--finetune_lrs must be positive numbers, got {lrs}")
-  seeds = _parse(_SEEDS, _SEEDS.value, int, "integers")
+  seeds = _parse(FLAGS["seeds"], FLAGS.seeds, int, "integers")
   command = (f"python -m experiments.transfer --corpus={_CORPUS.value} "
              f"--size={_SIZE.value} --recipes={','.join(_RECIPES.value)} "
              f"--finetune_lrs={','.join(_FINETUNE_LRS.value)} "
              f"--seeds={','.join(map(str, seeds))}")
   try:
-    transfer.transfer(_WORK_DIR.value, _CORPUS.value, _SIZE.value, _RECIPES.value, lrs, seeds,
+    transfer.transfer(FLAGS.work_dir, _CORPUS.value, _SIZE.value, _RECIPES.value, lrs, seeds,
                       command)
   except settings_record.SettingsMismatch as e:
     raise SystemExit(f"transfer: {e}") from None

@@ -33,8 +33,10 @@ _OUR_TO_HF_ACTIVATION = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu
 
 # What each field of `XLNetConfig` is (its metadata "role"); the field list is declared once,
 # in the class, and every other list of its names is derived from the roles
-# (`keys_of`): the released keys, the run options, and the task configs' network fields
-# (`xlnet_tf.tasks.base.network_config`).
+# (`keys_of`): the released keys, the run options, the task configs' network fields
+# (`xlnet_tf.tasks.base.network_config`) and the command-line flags of the network
+# (experiments/common_flags.py, from the metadata's "help": the flag's help text; "flag":
+# the flag's name where it is not the field's; "choices": the values of an enum flag).
 RELEASED = "released"        # a key of the released xlnet_config.json: the architecture
 RUN = "run"                  # a run option every task sets (dropout, recomputation)
 MEMORY = "memory"            # a run option of the memory and attention span
@@ -43,8 +45,9 @@ INITIALIZER = "initializer"  # how new weights are drawn
 NUMERICS = "numerics"        # fixed by the architecture's numerics (not a run option)
 
 
-def _field(default: Any = dataclasses.MISSING, role: str = RUN):
-  return dataclasses.field(default=default, metadata={"role": role})
+def _field(default: Any = dataclasses.MISSING, role: str = RUN, flag_help: str = "",
+           **flag: Any):
+  return dataclasses.field(default=default, metadata={"role": role, "help": flag_help, **flag})
 
 
 def keys_of(*roles: str) -> Tuple[str, ...]:
@@ -85,25 +88,31 @@ class XLNetConfig:
       for about a third more compute). Not a property of the weights: HuggingFace
       export leaves it out.
   """
-  n_layer: int = _field(role=RELEASED)
-  d_model: int = _field(role=RELEASED)
-  n_head: int = _field(role=RELEASED)
-  d_head: int = _field(role=RELEASED)
-  d_inner: int = _field(role=RELEASED)
-  ff_activation: str = _field("gelu", RELEASED)
-  untie_r: bool = _field(True, RELEASED)
-  n_token: int = _field(32000, RELEASED)
-  dropout: float = _field(0.1, RUN)
-  dropatt: float = _field(0.1, RUN)
-  mem_len: int = _field(0, MEMORY)
-  reuse_len: int = _field(0, DATA)
+  n_layer: int = _field(role=RELEASED, flag_help="Layers")
+  d_model: int = _field(role=RELEASED, flag_help="Hidden size")
+  n_head: int = _field(role=RELEASED, flag_help="Heads")
+  d_head: int = _field(role=RELEASED, flag_help="Head size")
+  d_inner: int = _field(role=RELEASED, flag_help="Feed-forward size")
+  ff_activation: str = _field("gelu", RELEASED, "Feed-forward activation: gelu (the tanh "
+                              "form, as released), gelu_exact or relu")
+  untie_r: bool = _field(True, RELEASED, "Per-layer relative biases")
+  n_token: int = _field(32000, RELEASED, "Vocabulary size")
+  dropout: float = _field(0.1, RUN, "Dropout")
+  dropatt: float = _field(0.1, RUN, "Attention dropout")
+  mem_len: int = _field(0, MEMORY, "Memory length")
+  reuse_len: int = _field(0, DATA, "Tokens at the start of a segment that the next "
+                          "segment's memory caches")
   attn_type: str = _field("bi", DATA)
   bi_data: bool = _field(False, DATA)
-  clamp_len: int = _field(-1, MEMORY)
-  same_length: bool = _field(False, MEMORY)
-  initializer_range: float = _field(0.02, INITIALIZER)
+  clamp_len: int = _field(-1, MEMORY, "Clip relative distances (-1: off)")
+  same_length: bool = _field(False, MEMORY, "Same-length attention")
+  initializer_range: float = _field(0.02, INITIALIZER, "Initializer stddev", flag="init_std")
   layer_norm_eps: float = _field(1e-12, NUMERICS)
-  recompute: str = _field("none", RUN)
+  recompute: str = _field("none", RUN, "Activation recomputation: layer keeps only each "
+                          "layer's inputs for the backward pass and computes the layer "
+                          "again there, for less activation memory at about a third more "
+                          "compute and the same losses and gradients",
+                          choices=RECOMPUTE_MODES)
 
   def __post_init__(self):
     for key in ("n_layer", "d_model", "n_head", "d_head", "d_inner", "n_token"):

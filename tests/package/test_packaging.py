@@ -83,7 +83,7 @@ COMMANDS = {
     "xlnet-train": "experiments.train:run",
     "xlnet-create-pretraining-data": "data_prep.create_pretraining_data:run",
     "xlnet-train-sentencepiece": "data_prep.train_sentencepiece:run",
-    "xlnet-convert": "xlnet_tf.convert.__main__:run",
+    "xlnet-convert": "experiments.convert:run",
     "xlnet-export": "experiments.export_saved_model:run",
     "xlnet-classify": "experiments.classify_text:main",
     "xlnet-generate": "experiments.generate:run",

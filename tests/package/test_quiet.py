@@ -128,7 +128,7 @@ def test_xlnet_convert_starts_quiet_and_shows_its_help(tmp_path):
   # What pip's console script does: import the target's module, then call it.
   script = ("import sys\n"
             "sys.argv[0] = 'xlnet-convert'\n"
-            "from xlnet_tf.convert.__main__ import run\n"
+            "from experiments.convert import run\n"
             "print('tensorflow loaded:', 'tensorflow' in sys.modules)\n"
             "run()\n")
   done = _command(["-c", script, "--help"], tmp_path)
@@ -210,7 +210,8 @@ def _entry_modules():
 def test_every_entry_point_starts_with_the_console():
   entries = _entry_modules()
   assert {"experiments/train.py", "experiments/demo.py", "experiments/generate.py",
-          "xlnet_tf/convert/__main__.py", "data_prep/create_pretraining_data.py"} <= set(entries)
+          "experiments/convert.py", "xlnet_tf/convert/__main__.py",
+          "data_prep/create_pretraining_data.py"} <= set(entries)
   problems = []
   for path in entries:
     if path in NOT_STARTED:

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from official.core import exp_factory
 
-from experiments import strategy_flags
+from experiments import common_flags
 from helpers import small_config
 from xlnet_tf import model_directory
 from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
@@ -82,7 +82,7 @@ def test_more_gpus_than_the_machine_has_ends_at_once_naming_both(spiece_model,
 
 def test_the_device_check_is_where_every_strategy_is_built():
   """The one builder (`train_lib.strategy_of`) checks; the flags module has no twin."""
-  assert not hasattr(strategy_flags, "strategy_from_flags")
+  assert not hasattr(common_flags, "strategy_from_flags")
   gpus = len(tf.config.list_physical_devices("GPU"))
   params = driver.parse_params(
       pretraining.KIND.experiment,

@@ -9,6 +9,8 @@ which the same serving module is built in this process, so both give the same nu
   >>> embedder = Embedder.from_model_dir("runs/pretrain/final", max_seq_length=128)
   >>> vectors = embed(embedder, texts.texts, pooling="mean")   # float32 [N, D]
 
+`embed_files` is the command's whole run: the checks, the model, the vectors, the output.
+
 Pooling: "cls", the content stream at the document's final <cls> (serving_document's
 `embedding`); "mean", the average of the text's own pieces' vectors (`token_embeddings`
 under `token_mask`; a text without pieces has none and is refused, naming it).
@@ -26,7 +28,7 @@ import dataclasses
 import os
 import sys
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -274,3 +276,39 @@ def write_outputs(path: str, outputs: Dict[str, np.ndarray], per_token: bool,
     if os.path.exists(partial):
       os.remove(partial)
   return path
+
+
+def embed_files(inputs: Sequence[str], output: Optional[str] = None, *,
+                model_dir: Optional[str] = None, saved_model: Optional[str] = None,
+                unit: str = "line", pooling: str = "cls", per_token: bool = False,
+                max_seq_length: int = 128, mem_len: Optional[int] = None,
+                batch_size: int = BATCH_SIZE, overwrite: bool = False,
+                progress: bool = True) -> Tuple[str, Dict[str, np.ndarray]]:
+  """What `xlnet-embed` does: the texts of `inputs` (one per line, or per file: `unit`)
+  embedded by the pretrained model directory `model_dir` (segments of `max_seq_length`
+  read through a memory of `mem_len` positions) or by the encoder export `saved_model`,
+  written to `output` (default: `default_output`). Every input, the model's location and
+  the output are checked before the model is loaded (EmbedInputError naming the flag);
+  `progress`: a bar on stderr when there is more than one batch.
+
+  Returns:
+    (the output's path, `embed`'s outputs).
+  """
+  if bool(model_dir) == bool(saved_model):
+    raise EmbedInputError("give one of --model_dir and --saved_model")
+  texts = read_texts(inputs, unit)
+  if model_dir:
+    check_model_dir(model_dir)
+  else:
+    check_saved_model(saved_model)
+  output = output or default_output(inputs, per_token)
+  check_output(output, per_token, overwrite)
+  if model_dir:
+    embedder = Embedder.from_model_dir(model_dir, max_seq_length, mem_len)
+  else:
+    embedder = Embedder.from_saved_model(saved_model)
+  batches = -(-len(texts.texts) // batch_size)
+  bar = ProgressBar(len(texts.texts)) if progress and batches > 1 else None
+  outputs = embed(embedder, texts.texts, pooling, per_token, batch_size, texts.sources, bar)
+  write_outputs(output, outputs, per_token, overwrite)
+  return output, outputs

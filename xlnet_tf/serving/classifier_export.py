@@ -42,10 +42,12 @@ TensorFlow and tensorflow-text:
   serve(text_a=tf.constant(["a gripping, beautifully acted film"]))["probabilities"]
 """
 
+import os
 from typing import Dict, Optional
 
 import tensorflow as tf
 
+from xlnet_tf import paths
 from xlnet_tf.data import classifier_tasks
 from xlnet_tf.layers.sequence_summary import PADDING_INVARIANT_TYPES
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
@@ -58,6 +60,9 @@ from xlnet_tf.serving.text_encoder import TEXTS
 from xlnet_tf.serving.text_encoder import XLNetTextEncoder
 from xlnet_tf.serving.text_encoder import check_shapes
 
+# Where a run directory of run_classifier holds its fine-tuned model
+# (`xlnet_tf.tasks.train_lib.FINAL_DIR`, of a level above this one).
+RUN_FINAL_DIR = "final"
 # The second texts of the probe pairs (`classifier_card`).
 PROBE_SECOND_TEXTS = ("The film holds the attention.", "It is short.",
                       "C'est un film.", "Call me Ishmael.")
@@ -216,6 +221,30 @@ def export_classifier(model_dir: str, export_dir: str, pair: Optional[bool] = No
 
 
 # ---- the card -------------------------------------------------------------------------------
+
+def export_fine_tuned(model_dir: str, export_dir: str, pair: Optional[bool] = None,
+                      spiece_model: Optional[str] = None,
+                      bucketed: Optional[bool] = None, whole_text: bool = True,
+                      mem_len: Optional[int] = None) -> str:
+  """What `xlnet-export` does: `export_classifier` (the same arguments) of a classifier
+  model directory, or of the one a run directory of run_classifier (its --model_dir) holds
+  in final/, after checking the paths before the model is loaded (OSError naming
+  --model_dir, --spiece_model_file or --export_dir); a full disk is one line naming the
+  mount.
+
+  Returns:
+    The model directory exported.
+  """
+  paths.check_input_path(model_dir, "--model_dir", "directory written by run_classifier")
+  paths.check_input_path(spiece_model, "--spiece_model_file", "SentencePiece model file")
+  paths.check_output_dir(export_dir, "--export_dir")
+  if not tf.io.gfile.exists(os.path.join(model_dir, ClassifierSpec.FILE)):
+    model_dir = os.path.join(model_dir, RUN_FINAL_DIR)
+  with paths.reporting_disk_full(export_dir):
+    export_classifier(model_dir, export_dir, pair=pair, spiece_model=spiece_model,
+                      bucketed=bucketed, whole_text=whole_text, mem_len=mem_len)
+  return model_dir
+
 
 def reading_detail(max_seq_length: int, mem_len: int, fine_tuned_mem_len: int) -> str:
   """The card's "Reading" line of a classifier: whole texts through a memory of `mem_len`

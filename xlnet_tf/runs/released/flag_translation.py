@@ -5,9 +5,8 @@ the flags an entry point was given into ours and into its experiment's overrides
 
 `RELEASED` says for every released flag what it is here. The entry points define the flags
 (experiments/released_flags.py `define`s the released names beside an entry point's own,
-experiments/strategy_flags.py and task_flags.py the shared ones); everything here reads
-them from the absl FlagValues it is given and defines none. A released name is, on an
-entry point:
+experiments/common_flags.py the shared ones); everything here reads them from the absl
+FlagValues it is given and defines none. A released name is, on an entry point:
   - the entry point's own flag of that name (it defined it: nothing to do);
   - an alias (`flags.DEFINE_alias`) of `ours`, the first of its names the entry point
     defines (iterations -> steps_per_loop, record_info_dir -> train_data, ...);
@@ -35,14 +34,10 @@ from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Sequence,
 from absl import flags
 
 from xlnet_tf import paths
-from xlnet_tf.training import optimization
 from xlnet_tf.training import run_directory
 from xlnet_tf.training.checkpointing import KEEP_ALL_CHECKPOINTS  # max_save 0: keep all
 
 IGNORED = "ignored"
-# The optimizer's choices, for the entry points' flags.
-ADAM_BIAS_CORRECTIONS = optimization.ADAM_BIAS_CORRECTIONS
-LR_LAYER_DECAY_MODES = optimization.LR_LAYER_DECAY_MODES
 
 # The released scripts and the entry points that replace them.
 ENTRY_POINTS = {"train.py": "experiments.pretrain", "train_gpu.py": "experiments.pretrain",
@@ -83,7 +78,7 @@ def _bfloat16(value, target, flag_values):
 
 
 def devices(flag_values: flags.FlagValues) -> Tuple[Optional[int], Optional[int]]:
-  """(hosts, replicas per host) of the strategy flags (experiments/strategy_flags.py);
+  """(hosts, replicas per host) of the strategy flags (experiments/common_flags.py);
   None where only the devices know (a TPU; the GPUs of a multi-worker run)."""
   strategy = flag_values.strategy if "strategy" in flag_values else "default"
   if (flag_values["tpu"].value if "tpu" in flag_values else None) or strategy == "tpu":
@@ -390,15 +385,15 @@ def distribution_strategy(flag_values: flags.FlagValues) -> str:
 
 
 def runtime_override(flag_values: flags.FlagValues) -> Dict[str, Any]:
-  """--strategy / --num_gpus / --tpu (experiments/strategy_flags.py) as the experiment's
-  `runtime` (what `train_lib.strategy_of` builds)."""
+  """--strategy / --num_gpus / --tpu (experiments/common_flags.py STRATEGY_FLAGS) as the
+  experiment's `runtime` (what `train_lib.strategy_of` builds)."""
   return {"distribution_strategy": distribution_strategy(flag_values),
           "num_gpus": flag_values.num_gpus, "tpu": flag_values.tpu or ""}
 
 
 def optimization_override(flag_values: flags.FlagValues, **extra) -> Dict[str, object]:
-  """task.optimization of the shared flags (experiments/task_flags.py; plus `extra`, e.g.
-  grad_accum_steps)."""
+  """task.optimization of the fine-tuning flags (experiments/common_flags.py
+  FINETUNING_FLAGS, --precision; plus `extra`, e.g. grad_accum_steps)."""
   values = flag_values
   return {"learning_rate": values.learning_rate, "warmup_steps": values.warmup_steps,
           "weight_decay": values.weight_decay, "adam_epsilon": values.adam_epsilon,

@@ -4,9 +4,9 @@ pretraining.py), checked against the records' manifest and the strategy, trained
 encoder optionally exported) by `train_lib.run`.
 
 Everything reads the entry point's flags from `values`, the absl FlagValues it is given
-(the flags are defined by experiments/pretrain.py, strategy_flags.py and flag_translation.py;
-the released names are translated before `run`). The training internals the entry point
-needs (the choices of its enum flags) are named here, in one place.
+(defined by experiments/pretrain.py with experiments/common_flags.py, and
+experiments/released_flags.py; the released names are translated before `run`). The
+choices of the entry point's --objective are named here.
 """
 
 import os
@@ -17,23 +17,17 @@ from absl import logging
 import tensorflow as tf
 
 import xlnet_tf.tasks.all_tasks  # noqa: F401  (registers every task and its experiment)
-from xlnet_tf import configs
 from xlnet_tf import paths
 from xlnet_tf.data import pretrain_reader
 from xlnet_tf.runs.released import flag_translation
 from xlnet_tf.tasks import train_lib
-from xlnet_tf.training import optimization
 from xlnet_tf.data import pretrain_records
-from xlnet_tf.training import loop
 from xlnet_tf.training import run_directory
 from xlnet_tf.training.memory import local_replica_count
 
 EXPERIMENT = "xlnet/pretraining"
-# The choices of the entry point's enum flags.
-ADAM_BIAS_CORRECTIONS = optimization.ADAM_BIAS_CORRECTIONS
-PRECISIONS = loop.PRECISIONS
+# The choices of the entry point's --objective.
 OBJECTIVES = pretrain_reader.OBJECTIVES
-RECOMPUTE_MODES = configs.RECOMPUTE_MODES
 
 _RECORDS = ("seq_len", "reuse_len", "num_predict", "bi_data", "num_core_per_host",
             "perm_size", "mask_alpha", "mask_beta", "num_passes", "uncased")

@@ -4,9 +4,9 @@ the flags as an override of the "xlnet/classification" experiment
 results file and --do_predict's GLUE submission TSV.
 
 Everything reads the entry point's flags from `values`, the absl FlagValues it is given
-(defined by experiments/run_classifier.py, strategy_flags.py and flag_translation.py; the
-released names are translated before `run`). The training internals the entry point
-needs (the choices of its enum flags) are named here, in one place.
+(defined by experiments/run_classifier.py with experiments/common_flags.py, and
+experiments/released_flags.py; the released names are translated before `run`); the
+optimization and trainer sections are `flag_translation`'s, as run_squad's and run_race's.
 """
 
 import json
@@ -21,19 +21,11 @@ import xlnet_tf.tasks.all_tasks  # noqa: F401  (registers every task and its exp
 from xlnet_tf import model_directory
 from xlnet_tf.configs import RELEASED_KEYS
 from xlnet_tf.configs import XLNetConfig
-from xlnet_tf.layers import sequence_summary
 from xlnet_tf.runs.released import flag_translation
 from xlnet_tf.tasks import train_lib
-from xlnet_tf.training import loop
-from xlnet_tf.training import optimization
 from xlnet_tf.training import run_directory
 
 EXPERIMENT = "xlnet/classification"
-# The choices of the entry point's enum flags.
-SUMMARY_TYPES = sequence_summary.SUMMARY_TYPES
-LR_LAYER_DECAY_MODES = optimization.LR_LAYER_DECAY_MODES
-ADAM_BIAS_CORRECTIONS = optimization.ADAM_BIAS_CORRECTIONS
-PRECISIONS = loop.PRECISIONS
 
 
 def _final_dir(values: flags.FlagValues) -> str:
@@ -63,10 +55,6 @@ def experiment_override(values: flags.FlagValues):
     model.update({k: getattr(config, k) for k in RELEASED_KEYS})
   data = {"cache_dir": os.path.join(values.output_dir, "features"), "seed": values.seed,
           "spiece_model": _file(values, "spiece_model_file", model_directory.SPIECE_FILE)}
-  optimization_ = {name: values[name].value for name in (
-      "learning_rate", "warmup_steps", "weight_decay", "adam_epsilon", "min_lr_ratio",
-      "lr_layer_decay_rate", "lr_layer_decay_mode", "adam_bias_correction",
-      "grad_accum_steps", "precision", "seed", "collapse_check_steps", "restarts")}
   return {
       "task": {
           "init_checkpoint": init, "task_name": values.task_name,
@@ -79,10 +67,10 @@ def experiment_override(values: flags.FlagValues):
                          "shuffle_buffer_size": values.shuffle_buffer_size},
           "validation_data": {**data, "split": values.eval_split,
                               "global_batch_size": values.eval_batch_size},
-          "optimization": {"clip_norm": values.clip, **optimization_}},
-      "trainer": {"train_steps": values.train_steps, "steps_per_loop": values.iterations,
-                  "checkpoint_interval": values.save_steps,
-                  "max_to_keep": values.max_checkpoints},
+          "optimization": flag_translation.optimization_override(
+              values, grad_accum_steps=values.grad_accum_steps,
+              collapse_check_steps=values.collapse_check_steps, restarts=values.restarts)},
+      "trainer": flag_translation.trainer_override(values),
       "runtime": flag_translation.runtime_override(values)}
 
 

@@ -5,9 +5,9 @@ and exports (--do_export). Without --init_checkpoint and --model_config_path, ev
 export of a trained run take the model sizes (and SentencePiece model) of its model.
 
 Everything reads the entry point's flags from `values`, the absl FlagValues it is given
-(defined by experiments/run_race.py, task_flags.py, strategy_flags.py and
-flag_translation.py; the released names are translated before `run`). The internals the
-entry point needs (the choices of its flags) are named here, in one place.
+(defined by experiments/run_race.py with experiments/common_flags.py, and
+experiments/released_flags.py; the released names are translated before `run`). The
+choices of the entry point's --levels are named here.
 """
 
 import json
@@ -25,11 +25,9 @@ from xlnet_tf.data import race
 from xlnet_tf.tasks import race as race_task
 from xlnet_tf.runs.released import flag_translation
 from xlnet_tf.tasks import train_lib
-from xlnet_tf.training import loop
 from xlnet_tf.training import run_directory
 
-# The choices of the entry point's flags.
-PRECISIONS = loop.PRECISIONS
+# The choices of the entry point's --levels.
 LEVELS = race.LEVELS
 
 

@@ -5,10 +5,8 @@ model of MODEL_DIR/best (else final), the settings squad.json records taken unle
 flags are given.
 
 Everything reads the entry point's flags from `values`, the absl FlagValues it is given
-(defined by experiments/run_squad.py, task_flags.py, strategy_flags.py and
-flag_translation.py; the released names are translated before `run`). The training
-internals the entry point needs (the choices of its enum flags) are named here, in one
-place.
+(defined by experiments/run_squad.py with experiments/common_flags.py, and
+experiments/released_flags.py; the released names are translated before `run`).
 """
 
 import os
@@ -26,11 +24,7 @@ from xlnet_tf.tasks import squad
 from xlnet_tf.runs.released import flag_translation
 from xlnet_tf.tasks import squad as squad_task
 from xlnet_tf.tasks import train_lib
-from xlnet_tf.training import loop
 from xlnet_tf.training import run_directory
-
-# The choices of the entry point's enum flags.
-PRECISIONS = loop.PRECISIONS
 
 # The settings squad.json records that --do_predict / --do_export take from the model
 # unless the flag is given.
