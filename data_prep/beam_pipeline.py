@@ -94,7 +94,7 @@ def plan(settings: pipeline.DataSettings, input_patterns: Sequence[str], spiece_
   if _is_dataflow(runner):
     local = [f"--{name}={value}" for name, value in
              [("input_glob", p) for p in input_patterns] + [("spiece_model", spiece_model),
-                                                           ("output_dir", output_dir)]
+                                                            ("output_dir", output_dir)]
              if not storage.is_url(value)]
     if local:
       raise ValueError(f"--runner={runner}: Dataflow workers cannot read or write local "

@@ -86,10 +86,11 @@ _PROCESSES = flags.DEFINE_list("processes", ["1", "2"], "Process counts of the c
 
 def main(argv):
   del argv
+  layout = preprocessing_speed.Layout(seq_len=FLAGS.seq_len, reuse_len=FLAGS.reuse_len,
+                                      bsz_per_host=_BSZ.value, chunk_bytes=_CHUNK.value)
   preprocessing_speed.benchmark(_INPUT.value, _FORMAT.value, FLAGS.spiece_model, _WORKERS.value,
-                 preprocessing_speed.Layout(seq_len=FLAGS.seq_len, reuse_len=FLAGS.reuse_len,
-                             bsz_per_host=_BSZ.value, chunk_bytes=_CHUNK.value),
-                 _READ_STEPS.value, _COPIES.value, _REFERENCES.value, _PROCESSES.value)
+                                layout, _READ_STEPS.value, _COPIES.value, _REFERENCES.value,
+                                _PROCESSES.value)
 
 
 if __name__ == "__main__":

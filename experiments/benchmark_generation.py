@@ -42,7 +42,7 @@ _PROMPT = flags.DEFINE_integer("prompt_len", 32, "Prompt tokens (P).")
 _NEW = flags.DEFINE_integer("new_tokens", 256, "Generated tokens (N).")
 _BATCH = flags.DEFINE_integer("batch", 1, "Prompts generated together.")
 _NO_MEMS = flags.DEFINE_bool("no_mems", False, "Also time ours with use_mems=False (the whole "
-                               "sequence fed again at every step, as xlnet-generate --no_mems).")
+                             "sequence fed again at every step, as xlnet-generate --no_mems).")
 common_flags.define_flags(("seed", "threads"), notes={"seed": "the weights and the prompt"})
 
 

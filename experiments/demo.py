@@ -27,7 +27,7 @@ FLAGS = flags.FLAGS
 _SIZE = flags.DEFINE_enum("size", "demo", ["demo", "small", "tiny"], "Preset sizes "
                           "(DemoSettings.for_size).")
 _FORCE = flags.DEFINE_bool("force", False, "Redo every stage, even those already done (a "
-                          "rerun with other settings is refused without it).")
+                           "rerun with other settings is refused without it).")
 common_flags.define_flags(
     ("work_dir", "pretrain_steps", "finetune_steps"),
     notes={"work_dir": "every stage's", "pretrain_steps": "override the preset",

@@ -35,7 +35,7 @@ def pytest_terminal_summary(terminalreporter, config):
     return
   start = getattr(config, "_durations_file_start", time.time())
   counts = {key: len(terminalreporter.stats.get(key, [])) for key in ("passed", "failed",
-                                                                     "skipped", "error")}
+                                                                      "skipped", "error")}
   lines = [f"# {time.strftime('%Y-%m-%d %H:%M')}: {SLOWEST} slowest tests of "
            f"`pytest {' '.join(config.invocation_params.args)}`; wall "
            f"{(time.time() - start) / 60:.1f} min; " +

@@ -73,7 +73,7 @@ def classifier_dir(spiece_model, tmp_path_factory):
   full serialization" warning at export)."""
   directory = os.fspath(tmp_path_factory.mktemp("quiet") / "classifier")
   spec = ClassifierSpec(task_name="movie_reviews",
-                                        labels=("negative", "positive"), max_seq_length=32)
+                        labels=("negative", "positive"), max_seq_length=32)
   model_directory.save(build_classifier(small_config(n_token=4000), 2, summary_type="last"),
                        directory, spec, spiece_model)
   return directory

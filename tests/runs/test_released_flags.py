@@ -198,7 +198,7 @@ print(json.dumps(out))
 
 @pytest.mark.slow
 def test_a_run_classifier_py_command_line_fine_tunes_evaluates_and_predicts(spiece_model,
-                                                                           tmp_path):
+                                                                            tmp_path):
   pretrained = tmp_path / "pretrained"
   save_pretrained(build_pretrainer(small_config(n_token=4000)), str(pretrained), spiece_model)
   out, run, predictions = tmp_path / "proc_data", tmp_path / "exp", tmp_path / "predict"

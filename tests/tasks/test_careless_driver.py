@@ -56,8 +56,8 @@ def _last_line(result):
 
 @pytest.mark.slow
 def test_more_gpus_than_the_machine_has_ends_at_once_naming_both(spiece_model,
-                                                                  pretraining_records,
-                                                                  tmp_path):
+                                                                 pretraining_records,
+                                                                 tmp_path):
   """Before: MirroredStrategy on GPU:0, GPU:1 was built on a machine without GPUs and the
   run waited forever (killed at 300 s). Now the driver and the wrapper end within the
   timeout, naming what was asked for and what TensorFlow sees."""
