@@ -394,14 +394,15 @@ def evaluate(task: base.XLNetTask, params, model_dir: str) -> Dict[str, Any]:
   tf.train.Checkpoint(model=model).read(latest).expect_partial().assert_existing_objects_matched()
   results = task.evaluate(model, num_steps=params.trainer.validation_steps)
   results = {"step": step, "checkpoint": os.path.basename(latest), **results}
-  split = params.task.validation_data.split
+  # Fine-tuning data names its split; pretraining's held-out records are "validation".
+  split = params.task.validation_data.get("split") or "validation"
   paths.write_json(os.path.join(model_dir, f"eval_results_{split}.json"), results)
   task.write_evaluation_files(model_dir, split)
   writer = tf.summary.create_file_writer(os.path.join(model_dir,
                                                       loop.EVAL_SUMMARY_DIR))
   train_utils.write_summary(writer, step, {k: v for k, v in results.items()
                                            if isinstance(v, (int, float)) and k != "step"})
-  print(f"{params.task.validation_data.split} @ step {step}: " + ", ".join(
+  print(f"{split} @ step {step}: " + ", ".join(
       f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in results.items()))
   return results
 
