@@ -4,7 +4,7 @@ the input config, and `XLNetTask`, the Model Garden `base_task.Task` the driver
 
 A task subclass owns its problem: the model (`build_model`), its cached TFRecord features
 and `tf.data` input (`features_path`, `build_inputs`), its loss for the common
-`training.trainer.Trainer` (`loss_fn`, `INPUT_KEYS`, `forward_fn`), its evaluation
+`training.trainer.Trainer` (`loss_fn`, `INPUT_KEYS`), its evaluation
 (`evaluate` -> metrics, `METRIC` the one the best model is chosen by), its model directory
 (`save_model_dir`) and what its SavedModel serves (`export`). The rest is here: the config of
 the network (sizes from `init_checkpoint`'s xlnet_config.json or given), the warm start,
