@@ -109,6 +109,26 @@ def serve_fresh(export_dir, inputs: Dict[str, Any], cwd,
                             "inputs": inputs}, cwd)
 
 
+def _plain(value):
+  """A served value as run_fresh returns it: nested lists, strings decoded."""
+  if isinstance(value, bytes):
+    return value.decode()
+  if isinstance(value, list):
+    return [_plain(v) for v in value]
+  return value
+
+
+def serve_in_process(export_dir, inputs: Dict[str, Any],
+                     signature: str = "serving_default") -> Dict[str, Any]:
+  """`serve_fresh`'s outputs, computed in this process (the SavedModel loaded here, with
+  tensorflow-text's ops): what the fast tests compare; the slow ones serve the same export
+  in a fresh process."""
+  import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  serve = tf.saved_model.load(os.fspath(export_dir)).signatures[signature]
+  out = serve(**{k: tf.constant(v) for k, v in inputs.items()})
+  return {k: _plain(v.numpy().tolist()) for k, v in out.items()}
+
+
 def pretraining_inputs(rng, batch, seqlen, num_predict, num_targets, vocab=50,
                        segments=True, padding=0):
   """Model inputs like a pretraining row (see xlnet_tf.synthetic), without the labels."""
@@ -392,13 +412,15 @@ runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
 
 
-def run_killed_at_step(module: str, args, step: int, cwd) -> subprocess.CompletedProcess:
-  """Runs `python -m MODULE ARGS` and SIGKILLs it when its training loop reaches STEP,
-  before that step's checkpoint is written (the loop's losses up to STEP are computed, the
-  checkpoints are those of the steps before). The moment is fixed, so a test of kill and
-  rerun cannot race a fast run: a poll for a checkpoint file missed one that lived 80 ms."""
+def run_killed_at_step(module: str, args, step: int, cwd,
+                       env=None) -> subprocess.CompletedProcess:
+  """Runs `python -m MODULE ARGS` (in the environment `env`, default this one's) and
+  SIGKILLs it when its training loop reaches STEP, before that step's checkpoint is written
+  (the loop's losses up to STEP are computed, the checkpoints are those of the steps
+  before). The moment is fixed, so a test of kill and rerun cannot race a fast run: a poll
+  for a checkpoint file missed one that lived 80 ms."""
   done = subprocess.run([sys.executable, "-c", _KILLED_AT_STEP, str(step), module] + list(args),
-                        cwd=cwd, capture_output=True, text=True, check=False)
+                        cwd=cwd, env=env, capture_output=True, text=True, check=False)
   assert done.returncode == -9, (
       f"{module} was to be killed at step {step}; it ended with {done.returncode}:\n"
       f"{done.stderr[-3000:]}")
