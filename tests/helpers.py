@@ -109,24 +109,21 @@ def serve_fresh(export_dir, inputs: Dict[str, Any], cwd,
                             "inputs": inputs}, cwd)
 
 
-def _plain(value):
-  """A served value as run_fresh returns it: nested lists, strings decoded."""
-  if isinstance(value, bytes):
-    return value.decode()
-  if isinstance(value, list):
-    return [_plain(v) for v in value]
-  return value
+def run_in_process(script: str, request: Any) -> Any:
+  """`run_fresh`'s result computed in this process: the same script run here (with
+  tensorflow-text's ops registered), `request` and `result` passed through JSON as there.
+  What the fast tests compare; the slow ones run the script in a fresh process."""
+  import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  namespace = {"json": json, "tf": tf, "request": json.loads(json.dumps(request))}
+  exec(script, namespace)  # pylint: disable=exec-used
+  return json.loads(json.dumps(namespace["result"]))
 
 
 def serve_in_process(export_dir, inputs: Dict[str, Any],
                      signature: str = "serving_default") -> Dict[str, Any]:
-  """`serve_fresh`'s outputs, computed in this process (the SavedModel loaded here, with
-  tensorflow-text's ops): what the fast tests compare; the slow ones serve the same export
-  in a fresh process."""
-  import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-  serve = tf.saved_model.load(os.fspath(export_dir)).signatures[signature]
-  out = serve(**{k: tf.constant(v) for k, v in inputs.items()})
-  return {k: _plain(v.numpy().tolist()) for k, v in out.items()}
+  """`serve_fresh`'s outputs, computed in this process (`run_in_process`)."""
+  return run_in_process(_SERVE, {"export_dir": os.fspath(export_dir), "signature": signature,
+                                 "inputs": inputs})
 
 
 def pretraining_inputs(rng, batch, seqlen, num_predict, num_targets, vocab=50,
