@@ -4,8 +4,9 @@ with dropout and gradient accumulation (in-process; killed with SIGKILL and reru
 command line, slow), the evaluation mode, the best model kept by train_and_eval (its metric
 higher or lower is better), the export (of best/, else final/; never over an export), the
 run settings recorded and a rerun with others refused, the model directory's lock,
-bfloat16 with accumulation, a non-finite loss stopping with only finite checkpoints, and
-checkpoints at multiples of the checkpoint interval.
+bfloat16 with accumulation, a non-finite loss stopping with only finite checkpoints,
+checkpoints at multiples of the checkpoint interval, and two replicas training like one
+device (slow).
 
 What each task kind adds (its data position on resume, its evaluation, its model directory
 and export) is tested per kind: tests/tasks/test_every_kind.py and the one-step test of
@@ -309,3 +310,20 @@ def test_killed_and_rerun_equals_uninterrupted(spiece_model, tmp_path):
   assert len(expected) == len(resumed) == 12
   np.testing.assert_allclose(resumed, expected, rtol=1e-6, atol=1e-6)
   assert os.path.isdir(split / driver.FINAL_DIR)
+
+
+@pytest.mark.slow
+def test_two_replicas_train_like_one_device(spiece_model, tmp_path):
+  """Two replicas (MirroredStrategy on 2 logical CPUs) on the same global batches make the
+  same updates as one device (tests/mirrored_run.py, a process of its own)."""
+  result = subprocess.run(
+      [sys.executable, os.path.join(TESTS, "mirrored_run.py"), spiece_model, str(tmp_path),
+       "4"], cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True,
+      text=True, timeout=600, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  runs = json.loads(result.stdout.strip().splitlines()[-1])
+  assert runs["mirrored"]["replicas"] == 2 and runs["same_initial_weights"]
+  np.testing.assert_allclose(runs["mirrored"]["losses"], runs["one_device"]["losses"],
+                             rtol=1e-5)
+  assert runs["max_weight_change"] > 1e-3                 # the runs did train
+  assert runs["max_weight_difference"] < 1e-3 * runs["max_weight_change"]
