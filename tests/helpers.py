@@ -109,6 +109,23 @@ def serve_fresh(export_dir, inputs: Dict[str, Any], cwd,
                             "inputs": inputs}, cwd)
 
 
+def run_in_process(script: str, request: Any) -> Any:
+  """`run_fresh`'s result computed in this process: the same script run here (with
+  tensorflow-text's ops registered), `request` and `result` passed through JSON as there.
+  What the fast tests compare; the slow ones run the script in a fresh process."""
+  import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  namespace = {"json": json, "tf": tf, "request": json.loads(json.dumps(request))}
+  exec(script, namespace)  # pylint: disable=exec-used
+  return json.loads(json.dumps(namespace["result"]))
+
+
+def serve_in_process(export_dir, inputs: Dict[str, Any],
+                     signature: str = "serving_default") -> Dict[str, Any]:
+  """`serve_fresh`'s outputs, computed in this process (`run_in_process`)."""
+  return run_in_process(_SERVE, {"export_dir": os.fspath(export_dir), "signature": signature,
+                                 "inputs": inputs})
+
+
 def pretraining_inputs(rng, batch, seqlen, num_predict, num_targets, vocab=50,
                        segments=True, padding=0):
   """Model inputs like a pretraining row (see xlnet_tf.synthetic), without the labels."""
@@ -392,13 +409,15 @@ runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
 
 
-def run_killed_at_step(module: str, args, step: int, cwd) -> subprocess.CompletedProcess:
-  """Runs `python -m MODULE ARGS` and SIGKILLs it when its training loop reaches STEP,
-  before that step's checkpoint is written (the loop's losses up to STEP are computed, the
-  checkpoints are those of the steps before). The moment is fixed, so a test of kill and
-  rerun cannot race a fast run: a poll for a checkpoint file missed one that lived 80 ms."""
+def run_killed_at_step(module: str, args, step: int, cwd,
+                       env=None) -> subprocess.CompletedProcess:
+  """Runs `python -m MODULE ARGS` (in the environment `env`, default this one's) and
+  SIGKILLs it when its training loop reaches STEP, before that step's checkpoint is written
+  (the loop's losses up to STEP are computed, the checkpoints are those of the steps
+  before). The moment is fixed, so a test of kill and rerun cannot race a fast run: a poll
+  for a checkpoint file missed one that lived 80 ms."""
   done = subprocess.run([sys.executable, "-c", _KILLED_AT_STEP, str(step), module] + list(args),
-                        cwd=cwd, capture_output=True, text=True, check=False)
+                        cwd=cwd, env=env, capture_output=True, text=True, check=False)
   assert done.returncode == -9, (
       f"{module} was to be killed at step {step}; it ended with {done.returncode}:\n"
       f"{done.stderr[-3000:]}")

@@ -1,13 +1,15 @@
 """The checks the tests that walk the registry of task kinds make of each kind, as
 functions of the kind (its test record: `kind_tests.of(kind.name)`): run for every
-registered kind by tests/tasks/test_task_kinds.py and test_experiment_configs.py, and for a
-kind made inside tests/tasks/test_a_new_kind.py."""
+registered kind by tests/tasks/test_task_kinds.py, test_experiment_configs.py and
+test_every_kind.py, and for a kind made inside tests/tasks/test_a_new_kind.py."""
 
 import inspect
+import itertools
 import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from official.core import exp_factory
 from official.core import task_factory
 
@@ -138,3 +140,46 @@ def check_experiment_configs(kind: task_kind.TaskKind, fixtures: kind_tests.Fixt
     else:
       assert config.n_layer == 1, name                     # demo size
       task.build_model()
+
+
+def check_stream_from_step(kind: task_kind.TaskKind, fixtures: kind_tests.Fixtures,
+                           config_file: str = "", override: str = "") -> None:
+  """The part of an exact resume that is the kind's own: the training data a run resumed at
+  step k reads is the uninterrupted run's from step k. Two task objects are built from the
+  kind's demo run (`config_file` and `override`: another run of the kind), as a process
+  started again after a kill builds its own; `train_dataset_fn(data, A)(ctx, start_step=k)`
+  of the second yields exactly the micro-batches k·A·R, k·A·R + 1, ... of the first's
+  stream from step 0 (every key equal), for R = 1 and 2 replicas an input pipeline feeds
+  and A = 2 micro-batches a step (pretraining: 1, it takes whole steps; its k is past the
+  largest shard, so that the record skipping crosses into another shard)."""
+  demo_file, demo_override = kind_tests.of(kind.name).demo_run(fixtures)
+  config_file = config_file or os.path.join(kind_tests.CONFIGS, demo_file)
+  accumulate = 1 if kind.name == task_kind.PRETRAINED else 2
+  override = override or demo_override
+  if accumulate > 1:
+    override += f",task.optimization.grad_accum_steps={accumulate}"
+  params = train_lib.parse_params(kind.experiment, [config_file], override)
+  params = train_lib.resolve_init_checkpoint(train_lib._with_default_cache(  # pylint: disable=protected-access
+      params, str(fixtures.tmp_path / "stream")))
+  whole, resumed = (task_factory.get_task(params.task) for _ in range(2))
+  data = params.task.train_data
+  step = 3
+  if kind.name == task_kind.PRETRAINED:
+    step = 1 + max(shard["steps"] for shard in whole.manifest(data)["shards"])
+  for replicas in (1, 2):
+    context = tf.distribute.InputContext(num_input_pipelines=1, input_pipeline_id=0,
+                                         num_replicas_in_sync=replicas)
+    skipped = step * accumulate * replicas
+    expected = list(itertools.islice(
+        whole.train_dataset_fn(data, accumulate)(context, 0).as_numpy_iterator(),
+        skipped, skipped + 2 * replicas))
+    got = list(itertools.islice(
+        resumed.train_dataset_fn(data, accumulate)(context, step).as_numpy_iterator(),
+        2 * replicas))
+    assert len(got) == len(expected) == 2 * replicas, (kind.name, replicas)
+    for k, (ours, theirs) in enumerate(zip(got, expected)):
+      assert ours.keys() == theirs.keys(), (kind.name, replicas, k)
+      for key in ours:
+        np.testing.assert_array_equal(ours[key], theirs[key],
+                                      err_msg=f"{kind.name}: {replicas} replica(s), "
+                                              f"micro-batch {k} after step {step}, {key}")

@@ -133,6 +133,7 @@ def test_a_kind_of_its_own_pieces_passes_every_registry_check(kind_fixtures, tmp
     assert NAME in task_kind.names() and kind_tests.of(NAME) is RECORD
     kind_checks.check_every_consumer(kind, tmp_path / "consumers")
     kind_checks.check_experiment_configs(kind, kind_fixtures)
+    kind_checks.check_stream_from_step(kind, kind_fixtures)
   finally:
     del task_kind._KINDS[NAME]                           # pylint: disable=protected-access
     del sys.modules[record_module.__name__]

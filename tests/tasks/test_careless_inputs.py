@@ -2,7 +2,7 @@
 27): validation data of another tokenizer or record layout than the training data, a
 max_seq_length that leaves no room for text, a vocabulary larger than the model's n_token.
 Each refusal is one line naming the key(s), both values and both sources, and leaves no
-model directory behind."""
+model directory behind (the command line's: slow)."""
 
 import dataclasses
 import glob
@@ -152,6 +152,7 @@ def test_a_tokenizer_larger_than_the_model_vocabulary_is_refused(
       f"embedding")
 
 
+@pytest.mark.slow
 def test_pretraining_records_larger_than_the_model_vocabulary_are_refused_in_one_line(
     pretraining_records, spiece_model, tmp_path):
   """experiments/pretrain.py with --n_token below the records' vocabulary: one line, no

@@ -1,9 +1,10 @@
 """Every YAML file in experiments/configs parses (strictly: an unknown key is an error) and
 builds its task and network, every registered experiment is a trained kind's with a
 demo-size file that the driver's tests train, and every trained kind trains in bfloat16
-with gradient accumulation. What a kind's YAML files need besides comes from its test
-record (tests/kind_tests/<kind>.py); `check_experiment_configs` is what a new kind must
-pass (tests/tasks/test_a_new_kind.py)."""
+with gradient accumulation (slow: each kind's run; the driver's handling of both settings
+is tested once, fast, in tests/tasks/test_driver.py). What a kind's YAML files need
+besides comes from its test record (tests/kind_tests/<kind>.py);
+`check_experiment_configs` is what a new kind must pass (tests/tasks/test_a_new_kind.py)."""
 
 import os
 
@@ -38,6 +39,7 @@ def test_every_yaml_of_the_kind_parses_and_builds_its_task(kind, spiece_model,
       kind, kind_tests.Fixtures(spiece_model, pretraining_records[0], tmp_path))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", TRAINED, ids=[k.name for k in TRAINED])
 def test_the_kind_trains_in_bfloat16_with_gradient_accumulation(kind, spiece_model,
                                                                 pretraining_records,

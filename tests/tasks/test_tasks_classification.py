@@ -1,8 +1,11 @@
 """The Model Garden task layer for classification: experiment registry, YAML configs, strict
-overrides, and the driver (experiments/train.py) training, evaluating and resuming."""
+overrides (the command line's: slow), and the kind's one step through the driver: trained
+and evaluated on the bundled movie reviews, best/ and final/ written, exported, and the
+export serving what the Python model computes, also for a text read in segments through
+the memory (in a fresh process: slow); compile/fit; settings refused before any work. (The
+driver's resume, best model and export rules: tests/tasks/test_driver.py.)"""
 
 import glob
-import json
 import os
 import subprocess
 import sys
@@ -13,20 +16,21 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import serve_fresh
+import helpers
 from xlnet_tf import model_directory
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import classifier_features
 from xlnet_tf.data import classifier_tasks
+from xlnet_tf.data import document_features
 from xlnet_tf.data import tokenization
 from xlnet_tf.tasks import classification
 from xlnet_tf.tasks import train_lib as driver
-from xlnet_tf.training import run_directory
 from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, "experiments", "configs", "classification_*.yaml")))
 DEMO = os.path.join(ROOT, "experiments", "configs", "classification_demo.yaml")
+SPEECH = os.path.join(ROOT, "data_prep", "sample_data", "sotu", "2021_joseph_r_biden_d.txt")
 
 
 def _demo_params(spiece_model, cache_dir, override=""):
@@ -77,7 +81,13 @@ def test_a_typo_in_a_config_key_is_an_error_naming_it(tmp_path):
   bad.write_text("task:\n  modle:\n    n_layer: 2\n")
   with pytest.raises(KeyError, match="modle"):
     driver.parse_params(classification.KIND.experiment, [DEMO, str(bad)])
-  # The command line says the same and fails.
+
+
+@pytest.mark.slow
+def test_the_command_line_names_a_typo_a_missing_file_or_experiment(tmp_path):
+  """The same key typo on the command line fails naming the key, before anything is
+  written; a missing config file and an unknown experiment are named in one line, no
+  traceback."""
   result = subprocess.run(
       [sys.executable, "-m", "experiments.train", "--experiment=xlnet/classification",
        f"--config_file={DEMO}", "--params_override=task.train_data.globl_batch_size=4",
@@ -85,7 +95,6 @@ def test_a_typo_in_a_config_key_is_an_error_naming_it(tmp_path):
       cwd=ROOT, capture_output=True, text=True, check=False)
   assert result.returncode != 0 and "globl_batch_size" in result.stderr
   assert not os.path.exists(tmp_path / "run" / "run_settings.json")
-  # A missing config file and an unknown experiment are named in one line, no traceback.
   for flags_, message in (
       ([f"--config_file={tmp_path / 'nope.yaml'}", "--experiment=xlnet/classification"],
        f"train: --config_file {tmp_path / 'nope.yaml'}: no such file"),
@@ -112,69 +121,84 @@ def test_a_mismatched_size_and_checkpoint_are_refused(tmp_path):
   assert not os.path.exists(tmp_path / "run" / "run_settings.json")
 
 
-def test_demo_trains_resumes_exactly_and_evaluates(spiece_model, tmp_path):
-  cache = str(tmp_path / "features")
-  params = _demo_params(spiece_model, cache)
-  straight = driver.run(params, "train", str(tmp_path / "straight"))["train"]
-  assert straight["step"] == 20 and len(straight["losses"]) == 2
-
-  run_dir = str(tmp_path / "run")
-  first = driver.run(params, "train", run_dir, stop_at_step=10)["train"]
-  assert first["step"] == 10
-  second = driver.run(params, "train", run_dir)["train"]
-  assert second["start_step"] == 10 and second["step"] == 20
-  assert first["losses"] + second["losses"] == straight["losses"]   # exact resume
-
-  checkpoints = sorted(os.listdir(run_dir))
-  again = driver.run(params, "train", run_dir)["train"]            # nothing left to do
-  assert again == {"step": 20, "losses": [], "start_step": 20,
-                   "final_dir": os.path.join(run_dir, driver.FINAL_DIR)}
-  assert sorted(os.listdir(run_dir)) == checkpoints
-
-  metrics = driver.run(params, "eval", run_dir)["eval"]
-  written = json.loads(open(os.path.join(run_dir, "eval_results_dev.json")).read())
-  assert written == metrics
-  assert metrics["step"] == 20 and metrics["num_examples"] == 1019
-  assert 0.0 <= metrics["accuracy"] <= 1.0
-  assert glob.glob(os.path.join(run_dir, "validation", "events.out.tfevents.*"))
-  assert os.path.exists(os.path.join(run_dir, "params.yaml"))
-  assert os.path.exists(os.path.join(run_dir, "final", "classifier.json"))
-
-  with pytest.raises(run_directory.RunSettingsError, match="learning_rate"):
-    driver.run(_demo_params(spiece_model, cache, ",task.optimization.learning_rate=0.1"),
-               "train", run_dir)
-
-
-def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, tmp_path):
-  params = _demo_params(spiece_model, str(tmp_path / "features"),
-                        ",trainer.validation_interval=10")
-  run_dir = str(tmp_path / "run")
+@pytest.fixture(scope="module")
+def one_step(spiece_model, tmp_path_factory):
+  """The demo (1 layer) at max_seq_length 16 trained one step by train_and_eval, then
+  exported (--mode=export): (params, model directory, what train_and_eval returned, the
+  export directory)."""
+  work = tmp_path_factory.mktemp("classification")
+  params = _demo_params(spiece_model, str(work / "features"),
+                        ",task.max_seq_length=16,trainer.train_steps=1,"
+                        "trainer.steps_per_loop=1,trainer.checkpoint_interval=1,"
+                        "trainer.validation_interval=1,task.optimization.warmup_steps=0")
+  run_dir = str(work / "run")
   out = driver.run(params, "train_and_eval", run_dir)
-  evals = out["train"]["evals"]
-  assert len(evals) == 2 and out["eval"] == evals[-1]           # at steps 10 and 20
-  assert [len(glob.glob(os.path.join(run_dir, "validation", "events.out.tfevents.*")))] == [1]
-  best = json.loads(open(os.path.join(run_dir, "best", "eval_results.json")).read())
-  accuracies = [e["accuracy"] for e in evals]
-  assert best["accuracy"] == max(accuracies)
-  assert best["step"] == 10 * (1 + accuracies.index(max(accuracies)))
-  assert os.path.exists(os.path.join(run_dir, "best", "classifier.json"))
+  return params, run_dir, out, driver.run(params, "export", run_dir)["export"]
 
-  export_dir = driver.run(params, "export", run_dir)["export"]
-  assert export_dir == os.path.join(run_dir, "export")
-  texts = ["a gorgeous, witty, seductive movie.", "the plot is nothing but boilerplate."]
-  served = serve_fresh(export_dir, {"text_a": texts}, tmp_path)
-  best_model = model_directory.load(os.path.join(run_dir, "best"), ClassifierSpec)[0]
+
+REVIEWS = ["a gorgeous, witty, seductive movie.", "the plot is nothing but boilerplate."]
+
+
+def _speech(sp, segments=3, length=16):
+  """The opening of a State of the Union speech whose document takes `segments` segments
+  of `length` pieces (whole words)."""
+  words = open(SPEECH, encoding="utf-8").read().split()
+  text = ""
+  for n in range(1, len(words)):
+    longer = " ".join(words[:n])
+    if len(classifier_features.encode_text(sp, longer)) + 2 > segments * length:
+      break
+    text = longer
+  assert len(classifier_features.encode_text(sp, text)) + 2 > (segments - 1) * length + 4
+  return text
+
+
+def _served(one_step, spiece_model, serve):
+  """What the export serves for REVIEWS and a 3-segment speech (`serve(export_dir, inputs)`),
+  and what the Python models compute: best/ for the reviews (max_seq_length pieces), best/
+  with the serving memory (max_seq_length positions) for the speech's document layout."""
+  _, run_dir, _, export_dir = one_step
   sp = tokenization.load_spiece(spiece_model)
-  task = task_factory.get_task(params.task)
+  best_dir = os.path.join(run_dir, "best")
+  best_model, spec = model_directory.load(best_dir, ClassifierSpec)
   features = [classifier_features.encode_example(
-      sp, classifier_tasks.InputExample("x", t, None, task.spec.labels[0]), 32,
-      task.spec.labels) for t in texts]
-  logits = best_model({k: np.stack([f[k] for f in features])
-                       for k in ("input_ids", "segment_ids", "input_mask")})["logits"]
-  np.testing.assert_allclose(served["probabilities"], tf.nn.softmax(logits).numpy(),
-                             atol=1e-5)
-  with pytest.raises(FileExistsError, match="not empty"):        # an export is never replaced
-    driver.run(params, "export", run_dir)
+      sp, classifier_tasks.InputExample("x", t, None, spec.labels[0]), spec.max_seq_length,
+      spec.labels) for t in REVIEWS]
+  reviews = best_model({k: np.stack([f[k] for f in features])
+                        for k in ("input_ids", "segment_ids", "input_mask")})["logits"]
+  speech = _speech(sp)
+  reader = model_directory.load(best_dir, ClassifierSpec, mem_len=spec.max_seq_length)[0]
+  layout = document_features.document_layout(classifier_features.encode_text(sp, speech),
+                                              None, spec.max_seq_length)
+  assert layout[0].shape == (3, 16)                                 # 3 segments
+  document = reader(dict(zip(("input_ids", "segment_ids", "input_mask"),
+                             (tf.constant(a[None]) for a in layout))))["logits"]
+  expected = tf.nn.softmax(tf.concat([reviews, document], 0)).numpy()
+  return serve(export_dir, {"text_a": REVIEWS + [speech]}), expected
+
+
+def test_one_step_evaluates_and_exports(one_step, spiece_model):
+  _, run_dir, out, export_dir = one_step
+  metrics = out["eval"]
+  assert out["train"]["step"] == 1 and len(out["train"]["evals"]) == 1
+  assert metrics["num_examples"] == 1019 and 0.0 <= metrics["accuracy"] <= 1.0
+  for name in ("final", "best"):
+    assert os.path.exists(os.path.join(run_dir, name, ClassifierSpec.FILE))
+  assert os.path.exists(os.path.join(run_dir, "params.yaml"))
+  assert export_dir == os.path.join(run_dir, "export")
+  # Two reviews (one segment) and a speech read through the memory (3 segments): the
+  # export serves the probabilities of the Python model.
+  served, expected = _served(one_step, spiece_model, helpers.serve_in_process)
+  np.testing.assert_allclose(served["probabilities"], expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.slow
+def test_the_export_serves_in_a_fresh_process(one_step, spiece_model, tmp_path):
+  """The same requests in a fresh process with TensorFlow and tensorflow-text only."""
+  served, expected = _served(one_step, spiece_model,
+                             lambda export_dir, inputs: helpers.serve_fresh(export_dir, inputs,
+                                                                           tmp_path))
+  np.testing.assert_allclose(served["probabilities"], expected, atol=1e-5, rtol=0)
 
 
 def test_fit_takes_a_clipped_step(spiece_model, tmp_path):

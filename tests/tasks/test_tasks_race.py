@@ -1,6 +1,9 @@
 """The Model Garden task layer for RACE (xlnet/race): experiment registry, YAML configs, the
-in-graph inputs of the export against `race_features`, and the driver training, resuming,
-evaluating per level, keeping the best model and exporting it (served in a fresh process).
+in-graph inputs of the export against `race_features`, and the kind's run through the
+driver: trained, evaluated per level, best/ (which learnt the questions) and final/
+written, another max_qa_length refused, exported, and both signatures of the export giving
+best/'s logits (in-process; in a fresh process: slow); run_race's flags (slow). (The
+driver's resume, best model and export rules: tests/tasks/test_driver.py.)
 
 No RACE data is bundled: the data is `helpers.write_race_sample`'s small RACE-layout
 directory (real Moby-Dick passages, questions written for the tests), the same 7 questions
@@ -21,6 +24,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import run_fresh
+from helpers import run_in_process
 from helpers import write_race_sample
 from xlnet_tf import model_directory
 from xlnet_tf.configs import XLNetConfig
@@ -146,45 +150,6 @@ def test_in_graph_inputs_equal_race_features(spiece_model, race_dir):
   assert any(f["input_mask"].sum() > 0 for f in features)          # padded
 
 
-def test_demo_trains_resumes_exactly_and_evaluates(spiece_model, race_dir, tmp_path):
-  cache = str(tmp_path / "features")
-  params = _demo_params(spiece_model, race_dir, cache)
-  straight = driver.run(params, "train", str(tmp_path / "straight"))["train"]
-  assert straight["step"] == 20 and len(straight["losses"]) == 2
-
-  run_dir = str(tmp_path / "run")
-  first = driver.run(params, "train", run_dir, stop_at_step=10)["train"]
-  assert first["step"] == 10 and not os.path.exists(os.path.join(run_dir, "final"))
-  second = driver.run(params, "train", run_dir)["train"]
-  assert second["start_step"] == 10 and second["step"] == 20
-  assert first["losses"] + second["losses"] == straight["losses"]   # exact resume
-
-  metrics = driver.run(params, "eval", run_dir)["eval"]
-  written = json.loads(open(os.path.join(run_dir, "eval_results_dev.json")).read())
-  assert written == metrics
-  assert metrics["step"] == 20 and metrics["num_examples"] == metrics["total"] == 7
-  assert (metrics["middle_total"], metrics["high_total"]) == (4, 3)   # from the cache's levels
-  assert metrics["accuracy"] == pytest.approx(
-      (4 * metrics["middle_accuracy"] + 3 * metrics["high_accuracy"]) / 7)
-  assert np.isfinite(metrics["validation_loss"])
-  assert glob.glob(os.path.join(run_dir, "validation", "events.out.tfevents.*"))
-
-  final = os.path.join(run_dir, "final")
-  assert sorted(os.listdir(final)) == sorted([
-      "xlnet_config.json", "race.json", "spiece.model", "model.ckpt.index",
-      "model.ckpt.data-00000-of-00001"])
-  spec = json.loads(open(os.path.join(final, "race.json")).read())
-  assert spec == {"task": "race", "max_seq_length": T, "max_qa_length": QA,
-                  "uncased": False, "levels": ["middle", "high"], "summary_type": "last",
-                  "use_proj": True}
-  model, loaded = model_directory.load(final, RaceSpec)
-  assert isinstance(model, XLNetMultipleChoice) and loaded.max_qa_length == QA
-
-  with pytest.raises(run_directory.RunSettingsError, match="max_qa_length"):
-    driver.run(_demo_params(spiece_model, race_dir, cache, ",task.max_qa_length=12"),
-               "train", run_dir)
-
-
 # Calls both signatures of the export and one with 3 options per question (refused).
 _SERVE_BOTH = r"""
 loaded = tf.saved_model.load(request["export_dir"])
@@ -208,46 +173,42 @@ result = {"text": {k: v.numpy().tolist() for k, v in text.items()
 """
 
 
-def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, race_dir,
-                                                            tmp_path):
-  # A larger learning rate than the demo's: the model learns the 7 questions, so that the
-  # logits differ by much more than the 1e-5 they are compared at.
-  params = _demo_params(spiece_model, race_dir, str(tmp_path / "features"),
+@pytest.fixture(scope="module")
+def trained(spiece_model, race_dir, tmp_path_factory):
+  """The demo trained by train_and_eval with a larger learning rate than the demo's (the
+  model learns the 7 questions, so that the logits differ by much more than the 1e-5 they
+  are compared at): 20 steps, evaluated at steps 10 and 20; then exported. (params, model
+  directory, what train_and_eval returned, the export directory, the features' cache.)"""
+  work = tmp_path_factory.mktemp("race_run")
+  cache = str(work / "features")
+  params = _demo_params(spiece_model, race_dir, cache,
                         ",task.optimization.learning_rate=0.01")
-  run_dir = str(tmp_path / "run")
+  run_dir = str(work / "run")
   out = driver.run(params, "train_and_eval", run_dir)
-  evals = out["train"]["evals"]
-  assert len(evals) == 2 and out["eval"] == evals[-1]           # at steps 10 and 20
-  assert len(glob.glob(os.path.join(run_dir, "validation", "events.out.tfevents.*"))) == 1
-  best = json.loads(open(os.path.join(run_dir, "best", "eval_results.json")).read())
-  accuracies = [e["accuracy"] for e in evals]
-  assert best["accuracy"] == max(accuracies) > 0.5
-  assert best["step"] == 10 * (1 + accuracies.index(max(accuracies)))
-  assert {"middle_accuracy", "high_accuracy", "total"} <= set(best)
-  assert os.path.exists(os.path.join(run_dir, "best", "race.json"))
+  return params, run_dir, out, driver.run(params, "export", run_dir)["export"], cache
 
-  export_dir = driver.run(params, "export", run_dir)["export"]
-  assert export_dir == os.path.join(run_dir, "export")
-  card = open(os.path.join(export_dir, "README.md"), encoding="utf-8").read()  # in the rename
-  assert f"- **Source**: {os.path.join(run_dir, 'best')}\n" in card
-  assert "- **Labels** (id: name): 0: A, 1: B, 2: C, 3: D" in card
-  assert re.search(r"- \*\*Parity\*\*: max \|diff\| [0-9.e+-]+ of logits, probabilities", card)
-  assert sorted(os.listdir(run_dir)).count("export") == 1 and not any(
-      ".partial-" in name for name in os.listdir(run_dir))
+
+def _request(trained, race_dir, spiece_model):
+  """The dev questions as text and as ids (`race_features`), and best/'s logits [7, 4]."""
+  _, run_dir, _, export_dir, _ = trained
   examples = _questions(race_dir)
   sp = tokenization.load_spiece(spiece_model)
   features = [race.race_features(sp, e, T, QA) for e in examples]
   batch = {k: np.stack([f[k] for f in features]) for k in OPTION_INPUTS}
   best_model = model_directory.load(os.path.join(run_dir, "best"), RaceSpec)[0]
   logits = best_model(batch, training=False)["logits"].numpy()               # [7, 4]
-  assert np.ptp(logits, axis=1).max() > 0.05                  # a model that tells options apart
-
-  served = run_fresh(_SERVE_BOTH, {
+  request = {
       "export_dir": export_dir,
       "text": {"article": [e.article for e in examples],
                "question": [e.question for e in examples],
                "options": [list(e.options) for e in examples]},
-      "ids": {k: v.tolist() for k, v in batch.items()}}, tmp_path)
+      "ids": {k: v.tolist() for k, v in batch.items()}}
+  return request, logits
+
+
+def _check_served(served, logits):
+  """Both signatures give best/'s logits; probabilities, answer and letters follow; 3
+  options a question are refused."""
   np.testing.assert_allclose(served["text"]["logits"], logits, rtol=0, atol=1e-5)
   np.testing.assert_allclose(served["ids_logits"], logits, rtol=0, atol=1e-5)
   np.testing.assert_allclose(served["text"]["probabilities"],
@@ -255,10 +216,58 @@ def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, race_d
   assert served["text"]["answer"] == logits.argmax(-1).tolist()
   assert served["letters"] == ["ABCD"[a] for a in logits.argmax(-1)]
   assert "input options has shape [1, 3]; expected [batch, 4]" in served["refused"]
-  with pytest.raises(FileExistsError, match="not empty"):        # an export is never replaced
-    driver.run(params, "export", run_dir)
 
 
+def test_one_step_evaluates_and_exports(trained, spiece_model, race_dir):
+  """The kind's one-step test, with 20 steps: the checks of the export need a model that
+  tells the options apart."""
+  _, run_dir, out, export_dir, cache = trained
+  evals = out["train"]["evals"]
+  assert len(evals) == 2 and out["eval"] == evals[-1]           # at steps 10 and 20
+  metrics = out["eval"]
+  assert metrics["num_examples"] == metrics["total"] == 7
+  assert (metrics["middle_total"], metrics["high_total"]) == (4, 3)   # from the cache's levels
+  assert metrics["accuracy"] == pytest.approx(
+      (4 * metrics["middle_accuracy"] + 3 * metrics["high_accuracy"]) / 7)
+  assert np.isfinite(metrics["validation_loss"])
+  best = json.loads(open(os.path.join(run_dir, "best", "eval_results.json")).read())
+  accuracies = [e["accuracy"] for e in evals]
+  assert best["accuracy"] == max(accuracies) > 0.5
+  assert {"middle_accuracy", "high_accuracy", "total"} <= set(best)
+  assert os.path.exists(os.path.join(run_dir, "best", "race.json"))
+  final = os.path.join(run_dir, "final")
+  assert sorted(os.listdir(final)) == sorted([
+      "xlnet_config.json", "race.json", "spiece.model", "model.ckpt.index",
+      "model.ckpt.data-00000-of-00001"])
+  spec = json.loads(open(os.path.join(final, "race.json")).read())
+  assert spec == {"task": "race", "max_seq_length": T, "max_qa_length": QA,
+                  "uncased": False, "levels": ["middle", "high"], "summary_type": "last",
+                  "use_proj": True}
+  model, loaded = model_directory.load(final, RaceSpec)
+  assert isinstance(model, XLNetMultipleChoice) and loaded.max_qa_length == QA
+  with pytest.raises(run_directory.RunSettingsError, match="max_qa_length"):
+    driver.run(_demo_params(spiece_model, race_dir, cache,
+                            ",task.optimization.learning_rate=0.01,task.max_qa_length=12"),
+               "train", run_dir)
+
+  assert export_dir == os.path.join(run_dir, "export")
+  card = open(os.path.join(export_dir, "README.md"), encoding="utf-8").read()
+  assert f"- **Source**: {os.path.join(run_dir, 'best')}\n" in card
+  assert "- **Labels** (id: name): 0: A, 1: B, 2: C, 3: D" in card
+  assert re.search(r"- \*\*Parity\*\*: max \|diff\| [0-9.e+-]+ of logits, probabilities", card)
+  request, logits = _request(trained, race_dir, spiece_model)
+  assert np.ptp(logits, axis=1).max() > 0.05                  # a model that tells options apart
+  _check_served(run_in_process(_SERVE_BOTH, request), logits)
+
+
+@pytest.mark.slow
+def test_the_export_serves_in_a_fresh_process(trained, spiece_model, race_dir, tmp_path):
+  """Both signatures in a fresh process with TensorFlow and tensorflow-text only."""
+  request, logits = _request(trained, race_dir, spiece_model)
+  _check_served(run_fresh(_SERVE_BOTH, request, tmp_path), logits)
+
+
+@pytest.mark.slow
 def test_run_race_flags_make_the_same_experiment(spiece_model, race_dir, tmp_path):
   """experiments/run_race.py: released flag names on the same run as the driver's."""
   params = _demo_params(spiece_model, race_dir, str(tmp_path / "features"))

@@ -1,8 +1,10 @@
-"""The ranking task (K-NRM over a frozen XLNet, reranking BM25): its loss, its inputs, a
-whole run through the driver on a cut of the bundled Moby-Dick collection written in the
-TREC formats (the run file read back by ir-measures, the SavedModel's scores equal to the
-evaluated ones), the embedding cache, and bad files named before any work."""
+"""The ranking task (K-NRM over a frozen XLNet, reranking BM25): its loss, its inputs, the
+kind's one step through the driver on a cut of the bundled Moby-Dick collection written in
+the TREC formats (the run file read back by ir-measures, the SavedModel's scores equal to
+the evaluated ones; in a fresh process: slow), the embedding cache, and bad files named
+before any work."""
 
+import glob
 import json
 import os
 
@@ -58,34 +60,64 @@ def ranking_setup(spiece_model, tmp_path_factory):
 
 
 def _params(files, model_dir, train_data=(), validation_data=(), **task):
-  """The experiment on the sample, its splits' fields updated by `train_data` and
-  `validation_data`, the task's by `task`."""
+  """The experiment on the sample (2 steps, an evaluation at the end), its splits' fields
+  updated by `train_data` and `validation_data`, the task's by `task`."""
   params = exp_factory.get_exp_config("xlnet/ranking")
   data = {"queries": files["queries"], "qrels": files["qrels"]}
   override = {"task": {"init_checkpoint": model_dir, "documents": files["documents"],
                        "max_seq_length": 32, "mem_len": 32, "folds": 3, "fold": 0,
                        "train_data": {**data, "global_batch_size": 8, **dict(train_data)},
                        "validation_data": {**data, **dict(validation_data)}, **task},
-              "trainer": {"train_steps": 6, "steps_per_loop": 3, "checkpoint_interval": 3,
-                          "validation_interval": 3}}
+              "trainer": {"train_steps": 2, "steps_per_loop": 2, "checkpoint_interval": 2,
+                          "validation_interval": 2}}
   params.override(override, is_strict=True)
   return params
 
 
-def test_a_run_trains_evaluates_writes_a_trec_run_and_exports(ranking_setup, tmp_path):
-  files, model_dir, _ = ranking_setup
+@pytest.fixture(scope="module")
+def one_step(ranking_setup):
+  """A run of the experiment on the sample by train_and_eval, then exported: (params, model
+  directory, what train_and_eval returned, the export directory)."""
+  files, model_dir, root = ranking_setup
   params = _params(files, model_dir)
-  out = train_lib.run(params, "train_and_eval", str(tmp_path / "run"))
-  assert out["train"]["step"] == 6
-  best = tmp_path / "run" / "best"
-  results = json.loads((best / "eval_results.json").read_text())
+  run_dir = str(root / "run")
+  out = train_lib.run(params, "train_and_eval", run_dir)
+  return params, run_dir, out, train_lib.run(params, "export", run_dir)["export"]
+
+
+def _served(ranking_setup, one_step, serve):
+  """What the export (`serve(export_dir, inputs)`) scores for query 4 and its candidates in
+  best/'s evaluated run, and those evaluated scores."""
+  files, _, _ = ranking_setup
+  _, run_dir, _, export_dir = one_step
+  documents = trec_files.read_documents(files["documents"])
+  topics = trec_files.read_queries(files["queries"])
+  ranked = trec_files.read_run(os.path.join(run_dir, "best", "run.trec"))["4"]
+  served = serve(export_dir, {"query": topics["4"],
+                              "documents": [documents[d] for d, _ in ranked]})
+  return served, ranked
+
+
+def _check_served(served, ranked):
+  """Raw query and passages in, best/'s evaluated scores out (the evaluation read float16
+  cached embeddings; the SavedModel computes them in float32)."""
+  np.testing.assert_allclose(served["scores"], [s for _, s in ranked], atol=2e-3)
+  assert np.asarray(served["features"]).shape == (len(ranked), 11)
+
+
+def test_one_step_evaluates_and_exports(ranking_setup, one_step):
+  files, model_dir, _ = ranking_setup
+  params, run_dir, out, export_dir = one_step
+  assert out["train"]["step"] == 2
+  best = os.path.join(run_dir, "best")
+  results = json.loads(open(os.path.join(best, "eval_results.json")).read())
 
   # The run file: every query of fold 0 (chapters 1, 4, 7, 10: positions 0, 3, 6, 9 of
   # the topic file) that has candidates ("Loomings." matches no passage of the 12 chapters:
   # it has none), its BM25 candidates reranked. ir-measures reads the file and, computing
   # the measures itself from it and the qrels, gets the results' numbers (both count the
   # judged query without candidates 0).
-  run = list(ir_measures.read_trec_run(str(best / "run.trec")))
+  run = list(ir_measures.read_trec_run(os.path.join(best, "run.trec")))
   assert sorted({r.query_id for r in run}) == ["10", "4", "7"]
   qrels = list(ir_measures.read_trec_qrels(files["qrels"]))
   fold_qrels = [q for q in qrels if q.query_id in {"1", "4", "7", "10"}]
@@ -98,27 +130,15 @@ def test_a_run_trains_evaluates_writes_a_trec_run_and_exports(ranking_setup, tmp
   # --mode=eval writes the split's results and run beside them; evaluating another fold
   # (one the model trained on) is refused.
   with pytest.raises(ValueError, match=r"fold: 0 .*1 now"):
-    train_lib.run(_params(files, model_dir, fold=1), "eval", str(tmp_path / "run"))
-  evaluated = train_lib.run(params, "eval", str(tmp_path / "run"))["eval"]
-  assert (tmp_path / "run" / "eval_results_test.json").exists()
-  assert (tmp_path / "run" / "run_test.trec").exists()
-  assert evaluated["step"] == 6
+    train_lib.run(_params(files, model_dir, fold=1), "eval", run_dir)
+  evaluated = train_lib.run(params, "eval", run_dir)["eval"]
+  assert os.path.exists(os.path.join(run_dir, "eval_results_test.json"))
+  assert os.path.exists(os.path.join(run_dir, "run_test.trec"))
+  assert evaluated["step"] == 2
 
-  # The SavedModel of best/ (the driver's --mode=export), served in a fresh process with
-  # TensorFlow and tensorflow-text only: raw query and passages in, best/'s evaluated
-  # scores out (the evaluation read float16 cached embeddings; the SavedModel computes
-  # them in float32).
-  export_dir = train_lib.run(params, "export", str(tmp_path / "run"))["export"]
-  documents = trec_files.read_documents(files["documents"])
-  topics = trec_files.read_queries(files["queries"])
-  evaluated_run = trec_files.read_run(str(best / "run.trec"))
-  ranked = evaluated_run["4"]
-  (tmp_path / "fresh").mkdir()
-  served = helpers.serve_fresh(export_dir, {"query": topics["4"],
-                                            "documents": [documents[d] for d, _ in ranked]},
-                               tmp_path / "fresh")
-  np.testing.assert_allclose(served["scores"], [s for _, s in ranked], atol=2e-3)
-  assert np.asarray(served["features"]).shape == (len(ranked), 11)
+  # The SavedModel of best/ (the driver's --mode=export) scores as best/ was evaluated.
+  assert export_dir == os.path.join(run_dir, "export")
+  _check_served(*_served(ranking_setup, one_step, helpers.serve_in_process))
   # One query a call: a batch of queries is refused, not read as its first.
   rank = tf.saved_model.load(export_dir).signatures["serving_default"]
   with pytest.raises(tf.errors.InvalidArgumentError,
@@ -126,21 +146,34 @@ def test_a_run_trains_evaluates_writes_a_trec_run_and_exports(ranking_setup, tmp
     rank(query=tf.constant(["whale", "sea"]), documents=tf.constant(["a whale"]))
 
 
-def test_the_embeddings_are_cached_per_model_and_collection(ranking_setup, spiece_model,
-                                                            tmp_path):
+@pytest.mark.slow
+def test_the_export_serves_in_a_fresh_process(ranking_setup, one_step, tmp_path):
+  """The same query and passages in a fresh process with TensorFlow and tensorflow-text
+  only."""
+  _check_served(*_served(ranking_setup, one_step,
+                         lambda export_dir, inputs: helpers.serve_fresh(export_dir, inputs,
+                                                                       tmp_path)))
+
+
+def test_the_embeddings_are_cached_per_model_and_collection(ranking_setup, one_step,
+                                                            spiece_model):
+  """The stores of the run (its cache, MODEL_DIR/features) are found again, not
+  recomputed; another model or collection has other stores."""
   files, model_dir, root = ranking_setup
-  cache = str(tmp_path / "cache")
+  cache = os.path.join(one_step[1], "features")
 
   def stores(params):
     task = task_factory.get_task(params.task)
     data = params.task.validation_data.replace(cache_dir=cache)
     return task.embeddings(data, "queries"), task.embeddings(data, "documents")
 
+  vectors = glob.glob(os.path.join(cache, "**", embedding_store.VECTORS_FILE), recursive=True)
+  stamps = {path: os.path.getmtime(path) for path in vectors}
   queries, documents = stores(_params(files, model_dir))
-  stamp = os.path.getmtime(os.path.join(documents.path, embedding_store.VECTORS_FILE))
+  assert {queries.path, documents.path} <= {os.path.dirname(p) for p in vectors}
   again = stores(_params(files, model_dir))
   assert [s.path for s in again] == [queries.path, documents.path]
-  assert os.path.getmtime(os.path.join(documents.path, embedding_store.VECTORS_FILE)) == stamp
+  assert {path: os.path.getmtime(path) for path in vectors} == stamps
 
   # Another model (other weights): other stores.
   other_model = helpers.write_pretrained_dir(root / "other", spiece_model, seed=1)
@@ -148,7 +181,7 @@ def test_the_embeddings_are_cached_per_model_and_collection(ranking_setup, spiec
   assert other[1].path != documents.path and other[0].path != queries.path
 
   # Another collection (one passage changed): another document store, the same queries'.
-  changed = dict(files, documents=str(tmp_path / "changed.trec"))
+  changed = dict(files, documents=str(root / "changed.trec"))
   text = open(files["documents"], encoding="utf-8").read()
   with open(changed["documents"], "w", encoding="utf-8") as f:
     f.write(text.replace("Call me Ishmael.", "Call me Queequeg.", 1))

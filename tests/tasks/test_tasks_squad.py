@@ -1,9 +1,14 @@
 """The Model Garden task layer for SQuAD (xlnet/squad): experiment registry, YAML configs,
-the driver training, resuming, evaluating (answers decoded over every window of a question,
-official EM/F1, the SQuAD 2.0 null threshold), keeping the best model and exporting it.
+the evaluation (answers decoded over every window of a question, official EM/F1, the SQuAD
+2.0 null threshold), and the kind's one step through the driver: trained, evaluated,
+best/ and final/ written (run_squad's model directory), another doc_stride refused,
+exported, and the export answering as the task decodes (in-process; in a fresh process:
+slow); run_squad's released flag names (slow). (The driver's resume, best model and export
+rules: tests/tasks/test_driver.py.)
 
 A tiny random model on the bundled real questions (data_prep/sample_data/qa/squad.json),
-windows of 64 pieces every 24: each question spreads over several windows."""
+windows of 64 pieces every 24 (the one step's: 32 every 16): each question spreads over
+several windows."""
 
 import glob
 import json
@@ -14,7 +19,7 @@ from official.core import task_factory
 import numpy as np
 import pytest
 
-from helpers import serve_fresh
+import helpers
 from helpers import squad_window_outputs
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import squad
@@ -148,39 +153,6 @@ def test_demo_config_finds_the_bundled_sample_from_any_directory(tmp_path, monke
     task_factory.get_task(params.task).data_file(params.task.train_data)
 
 
-def test_demo_trains_resumes_exactly_and_evaluates(spiece_model, tmp_path):
-  cache = str(tmp_path / "features")
-  params = _demo_params(spiece_model, cache)
-  straight = driver.run(params, "train", str(tmp_path / "straight"))["train"]
-  assert straight["step"] == 20 and len(straight["losses"]) == 2
-
-  run_dir = str(tmp_path / "run")
-  first = driver.run(params, "train", run_dir, stop_at_step=10)["train"]
-  assert first["step"] == 10 and not os.path.exists(os.path.join(run_dir, "final"))
-  second = driver.run(params, "train", run_dir)["train"]
-  assert second["start_step"] == 10 and second["step"] == 20
-  assert first["losses"] + second["losses"] == straight["losses"]   # exact resume
-
-  metrics = driver.run(params, "eval", run_dir)["eval"]
-  written = json.loads(open(os.path.join(run_dir, "eval_results_dev.json")).read())
-  assert written == metrics
-  assert metrics["step"] == 20 and metrics["total"] == metrics["num_examples"] == 5
-  assert metrics["num_windows"] > 2 * 5                  # several windows a question
-  assert 0.0 <= metrics["exact"] <= metrics["f1"] <= 100.0
-  assert glob.glob(os.path.join(run_dir, "validation", "events.out.tfevents.*"))
-  # MODEL_DIR/final is run_squad's model directory.
-  final = os.path.join(run_dir, "final")
-  assert sorted(f for f in os.listdir(final) if not f.startswith("model.ckpt")) == [
-      "spiece.model", "squad.json", "xlnet_config.json"]
-  settings = json.loads(open(os.path.join(final, "squad.json")).read())
-  assert settings == {"uncased": False, "max_seq_length": 64, "doc_stride": 24,
-                      "max_query_length": 16, "start_n_top": 3, "end_n_top": 3,
-                      "version_2_with_negative": False}
-
-  with pytest.raises(run_directory.RunSettingsError, match="doc_stride"):
-    driver.run(_demo_params(spiece_model, cache, ",task.doc_stride=32"), "train", run_dir)
-
-
 def test_the_decode_is_one_decode_of_every_window(spiece_model, tmp_path):
   """The task's decoding (question by question, windows re-made and checked against the
   cache) equals one `squad_postprocess.decode` of every Python-made window with the
@@ -271,44 +243,91 @@ def test_v2_null_threshold_is_searched_applied_and_kept(spiece_model, tmp_path):
   assert float(total - total_v1) == pytest.approx(2 * 0.5 * np.log(2.0), rel=1e-6)
 
 
-def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, tmp_path):
-  params = _demo_params(spiece_model, str(tmp_path / "features"),
-                        ",trainer.validation_interval=10")
-  run_dir = str(tmp_path / "run")
-  out = driver.run(params, "train_and_eval", run_dir)
-  evals = out["train"]["evals"]
-  assert len(evals) == 2 and out["eval"] == evals[-1]           # at steps 10 and 20
-  assert len(glob.glob(os.path.join(run_dir, "validation", "events.out.tfevents.*"))) == 1
-  best = json.loads(open(os.path.join(run_dir, "best", "eval_results.json")).read())
-  scores = [e["f1"] for e in evals]
-  assert best["f1"] == max(scores) and best["step"] == 10 * (1 + scores.index(max(scores)))
-  assert os.path.exists(os.path.join(run_dir, "best", "squad.json"))
+# The one step's sizes: windows of 32 pieces every 16, questions cut at 8 pieces.
+T, STRIDE, QUERY = 32, 16, 8
 
-  export_dir = driver.run(params, "export", run_dir)["export"]
-  assert export_dir == os.path.join(run_dir, "export")
-  # A few real questions over passages that fit one window: the SavedModel in a fresh
-  # process (TensorFlow + tensorflow-text) answers as the task decodes.
+
+@pytest.fixture(scope="module")
+def one_step(spiece_model, tmp_path_factory):
+  """The demo (1 layer) with windows of T pieces trained one step by train_and_eval, then
+  exported: (params, model directory, what train_and_eval returned, the export
+  directory, the features' cache)."""
+  work = tmp_path_factory.mktemp("squad")
+  cache = str(work / "features")
+  params = _demo_params(spiece_model, cache,
+                        f",task.max_seq_length={T},task.doc_stride={STRIDE},"
+                        f"task.max_query_length={QUERY},trainer.train_steps=1,"
+                        "trainer.steps_per_loop=1,trainer.checkpoint_interval=1,"
+                        "trainer.validation_interval=1,task.optimization.warmup_steps=0")
+  run_dir = str(work / "run")
+  out = driver.run(params, "train_and_eval", run_dir)
+  return params, run_dir, out, driver.run(params, "export", run_dir)["export"], cache
+
+
+def _served(one_step, spiece_model, tmp_path, serve):
+  """The sample's questions over parts of their passages that fit one window: what the
+  export serves (`serve(export_dir, inputs)`) and what the task predicts with best/."""
+  params, run_dir, _, export_dir, cache = one_step
   sp = tokenization.load_spiece(spiece_model)
-  short = _short_contexts_file(tmp_path / "short.json", sp, 64 - 16 - 3)
+  short = _short_contexts_file(tmp_path / "short.json", sp, T - QUERY - 3)
   examples = squad.read_squad(short)[0]
-  served = serve_fresh(export_dir, {"question": [e.question for e in examples],
-                                    "context": [e.context for e in examples]}, tmp_path)
+  served = serve(export_dir, {"question": [e.question for e in examples],
+                              "context": [e.context for e in examples]})
+  checker = task_factory.get_task(params.task.replace(
+      predict_file=short, validation_data=params.task.validation_data.replace(
+          cache_dir=str(tmp_path / "features"))))
+  predictions = checker.predict(checker.load_model_dir(os.path.join(run_dir, "best")))
+  assert predictions.num_windows == len(examples)                  # one window each
+  return examples, served, predictions
+
+
+def _check_served(examples, served, predictions):
+  """The export answers as the task decodes: answer text, start character, score."""
   assert "is_impossible" not in served                          # a SQuAD 1.1 model
   assert not any(served["paragraph_truncated"])
-  checker = task_factory.get_task(_demo_params(
-      spiece_model, str(tmp_path / "features"), predict_file=short).task)
-  best_model = checker.load_model_dir(os.path.join(run_dir, "best"))
-  predictions = checker.predict(best_model)
-  assert predictions.num_windows == len(examples)
   assert served["answer_text"] == [predictions.answers[e.qas_id] for e in examples]
   assert any(served["answer_text"])
   for example, start, score in zip(examples, served["answer_start_char"], served["score"]):
     top = predictions.nbest[example.qas_id][0]
     assert start == top.start_char and score == pytest.approx(top.score, abs=1e-4)
-  with pytest.raises(FileExistsError, match="not empty"):        # an export is never replaced
-    driver.run(params, "export", run_dir)
 
 
+def test_one_step_evaluates_and_exports(one_step, spiece_model, tmp_path):
+  params, run_dir, out, export_dir, cache = one_step
+  metrics = out["eval"]
+  assert out["train"]["step"] == 1 and len(out["train"]["evals"]) == 1
+  assert metrics["total"] == metrics["num_examples"] == 5
+  assert metrics["num_windows"] > 2 * 5                  # several windows a question
+  assert 0.0 <= metrics["exact"] <= metrics["f1"] <= 100.0
+  assert glob.glob(os.path.join(run_dir, "validation", "events.out.tfevents.*"))
+  # MODEL_DIR/final is run_squad's model directory; best/ is one too.
+  final = os.path.join(run_dir, "final")
+  assert sorted(f for f in os.listdir(final) if not f.startswith("model.ckpt")) == [
+      "spiece.model", "squad.json", "xlnet_config.json"]
+  settings = json.loads(open(os.path.join(final, "squad.json")).read())
+  assert settings == {"uncased": False, "max_seq_length": T, "doc_stride": STRIDE,
+                      "max_query_length": QUERY, "start_n_top": 3, "end_n_top": 3,
+                      "version_2_with_negative": False}
+  assert os.path.exists(os.path.join(run_dir, "best", "squad.json"))
+  # The windows are part of the run: another stride is refused.
+  with pytest.raises(run_directory.RunSettingsError, match="doc_stride"):
+    driver.run(_demo_params(spiece_model, cache, f",task.max_seq_length={T},"
+                            f"task.doc_stride={STRIDE * 2},task.max_query_length={QUERY}"),
+               "train", run_dir)
+  assert export_dir == os.path.join(run_dir, "export")
+  _check_served(*_served(one_step, spiece_model, tmp_path, helpers.serve_in_process))
+
+
+@pytest.mark.slow
+def test_the_export_serves_in_a_fresh_process(one_step, spiece_model, tmp_path):
+  """The same questions in a fresh process with TensorFlow and tensorflow-text only."""
+  (tmp_path / "fresh").mkdir()
+  _check_served(*_served(one_step, spiece_model, tmp_path,
+                         lambda export_dir, inputs: helpers.serve_fresh(
+                             export_dir, inputs, tmp_path / "fresh")))
+
+
+@pytest.mark.slow
 def test_run_squad_takes_the_released_flag_names(spiece_model, tmp_path):
   """experiments/run_squad.py over train_lib with the released run_squad.py's flag names
   (--model_config_path and --spiece_model_file without --init_checkpoint: a random model;

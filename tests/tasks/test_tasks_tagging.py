@@ -1,5 +1,9 @@
 """The Model Garden task layer for tagging (xlnet/tagging): experiment registry, YAML configs,
-and the driver training, resuming, evaluating, keeping the best model and exporting it."""
+compile/fit, and the kind's one step through the driver: trained, evaluated on the bundled
+Brown split, best/ (the model it scored) and final/ written, exported, and the export
+tagging raw text as the Python model does (words, tags, ids, counts, probabilities; held-out
+sentences cut by max_seq_length and edge cases; in-process, and in a fresh process: slow).
+(The driver's resume, best model and export rules: tests/tasks/test_driver.py.)"""
 
 import glob
 import json
@@ -11,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import serve_fresh
+import helpers
 from xlnet_tf import model_directory
 from xlnet_tf.configs import XLNetConfig
 from xlnet_tf.data import brown
@@ -20,7 +24,6 @@ from xlnet_tf.data import tokenization
 from xlnet_tf.evaluation import tagging_metrics
 from xlnet_tf.tasks import tagging
 from xlnet_tf.tasks import train_lib as driver
-from xlnet_tf.training import run_directory
 from xlnet_tf.models.xlnet_tagger import TaggerSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -80,66 +83,92 @@ def test_every_tagging_yaml_parses_and_builds_its_task(tmp_path):
       assert model.num_labels == task.spec.num_labels and config.n_layer == 1
 
 
-def test_demo_trains_resumes_exactly_and_refuses_other_settings(spiece_model, tmp_path):
-  cache = str(tmp_path / "features")
-  params = _demo_params(spiece_model, cache)
-  straight = driver.run(params, "train", str(tmp_path / "straight"))["train"]
-  assert straight["step"] == 20 and len(straight["losses"]) == 2
-
-  run_dir = str(tmp_path / "run")
-  first = driver.run(params, "train", run_dir, stop_at_step=10)["train"]
-  assert first["step"] == 10
-  second = driver.run(params, "train", run_dir)["train"]
-  assert second["start_step"] == 10 and second["step"] == 20
-  assert first["losses"] + second["losses"] == straight["losses"]   # exact resume
-  assert os.path.exists(os.path.join(run_dir, "final", TaggerSpec.FILE))
-
-  metrics = driver.run(params, "eval", run_dir)["eval"]
-  assert json.loads(open(os.path.join(run_dir, "eval_results_dev.json")).read()) == metrics
-  assert metrics["step"] == 20 and metrics["num_examples"] == 342
-  assert 0.0 <= metrics["accuracy"] <= 1.0 and metrics["words"] > 0
-
-  with pytest.raises(run_directory.RunSettingsError, match="learning_rate"):
-    driver.run(_demo_params(spiece_model, cache, ",task.optimization.learning_rate=0.1"),
-               "train", run_dir)
+SEQ = 16                                 # the one step's max_seq_length
 
 
-def test_train_and_eval_keeps_the_best_model_and_exports_it(spiece_model, tmp_path):
-  params = _demo_params(spiece_model, str(tmp_path / "features"),
-                        ",trainer.validation_interval=10")
-  run_dir = str(tmp_path / "run")
+@pytest.fixture(scope="module")
+def one_step(spiece_model, tmp_path_factory):
+  """The demo (1 layer) at max_seq_length SEQ trained one step by train_and_eval, then
+  exported: (params, model directory, what train_and_eval returned, the export
+  directory)."""
+  work = tmp_path_factory.mktemp("tagging")
+  params = _demo_params(spiece_model, str(work / "features"),
+                        f",task.max_seq_length={SEQ},trainer.train_steps=1,"
+                        "trainer.steps_per_loop=1,trainer.checkpoint_interval=1,"
+                        "trainer.validation_interval=1,task.optimization.warmup_steps=0")
+  run_dir = str(work / "run")
   out = driver.run(params, "train_and_eval", run_dir)
-  evals = out["train"]["evals"]
-  assert len(evals) == 2 and out["eval"] == evals[-1]           # at steps 10 and 20
-  assert len(glob.glob(os.path.join(run_dir, "validation", "events.out.tfevents.*"))) == 1
-  best = json.loads(open(os.path.join(run_dir, "best", "eval_results.json")).read())
-  accuracies = [e["accuracy"] for e in evals]
-  assert best["accuracy"] == max(accuracies)
-  assert best["step"] == 10 * (1 + accuracies.index(max(accuracies)))
+  return params, run_dir, out, driver.run(params, "export", run_dir)["export"]
 
+
+def _texts():
+  """(texts, their words): real held-out sentences (most lose words to max_seq_length, the
+  longest of the test split among them) and edge cases: no words, odd whitespace, a word
+  without pieces (a lone combining mark)."""
+  test = brown.split_sentences(brown.read_brown())["test"]
+  sentences = [list(s.words) for s in test[:40]]
+  sentences.append(list(max(test, key=lambda s: len(s.words)).words))
+  texts = [" ".join(words) for words in sentences]
+  texts += ["", "  The\u00a0jury\tsaid \u3000 it ", "\u0301 Amélie ``naïve''"]
+  return texts, [text.split() for text in texts]
+
+
+def _check_served(one_step, spiece_model, served):
+  """The export gives best/'s words, tags, tag ids, counts and probabilities (each word's
+  first piece) of `_texts()`."""
+  _, run_dir, _, _ = one_step
+  texts, words = _texts()
+  model, spec = model_directory.load(os.path.join(run_dir, "best"), TaggerSpec)
+  sp = tokenization.load_spiece(spiece_model)
+  expected = tagging.predict_tags(model, sp, words, spec)
+  labels = list(spec.labels)
+  untagged = 0
+  for k, (text_words, tags) in enumerate(zip(words, expected)):
+    n = len(text_words)
+    assert served["num_words"][k] == n and served["words"][k][:n] == text_words, k
+    assert served["tags"][k][:n] == [t or "" for t in tags], k
+    assert served["num_tagged"][k] == sum(t is not None for t in tags)
+    assert served["tag_ids"][k][:n] == [labels.index(t) if t else -1 for t in tags]
+    untagged += n - served["num_tagged"][k]
+  assert untagged > 0                                              # truncation exercised
+  assert served["num_words"][len(texts) - 3] == 0                 # "" has no words
+  assert served["words"][len(texts) - 2][:4] == ["The", "jury", "said", "it"]
+  encoded = list(tagging_features.encode_sentences(
+      sp, [tagging_features.TaggedSentence(str(k), tuple(w)) for k, w in enumerate(words)],
+      SEQ))
+  inputs = {key: tf.constant(np.stack([f[key] for f in encoded]))
+            for key in tagging_features.MODEL_INPUTS}
+  probabilities = tf.nn.softmax(model(inputs)["logits"]).numpy()
+  worst = 0.0
+  for k, features in enumerate(encoded):
+    positions = features["word_positions"]
+    got = np.array(served["probabilities"][k])[:len(positions)]
+    worst = max(worst, float(np.abs(got - probabilities[k, positions]).max(initial=0.0)))
+  assert worst <= 1e-5
+
+
+def test_one_step_evaluates_and_exports(one_step, spiece_model):
+  params, run_dir, out, export_dir = one_step
+  metrics = out["eval"]
+  assert out["train"]["step"] == 1 and len(out["train"]["evals"]) == 1
+  assert metrics["num_examples"] == 342
+  assert 0.0 <= metrics["accuracy"] <= 1.0 and metrics["words"] > 0
+  assert os.path.exists(os.path.join(run_dir, "final", TaggerSpec.FILE))
   task = task_factory.get_task(params.task)
   best_model, spec = model_directory.load(os.path.join(run_dir, "best"), TaggerSpec)
   assert spec == task.spec
+  best = json.loads(open(os.path.join(run_dir, "best", "eval_results.json")).read())
   assert task.evaluate(best_model)["accuracy"] == best["accuracy"]   # the model it scored
-
-  export_dir = driver.run(params, "export", run_dir)["export"]
   assert export_dir == os.path.join(run_dir, "export")
-  # Real held-out sentences, the longest of the test split among them (words past
-  # max_seq_length 64 get no tag).
-  test = brown.split_sentences(brown.read_brown())["test"]
-  sentences = [list(s.words) for s in test[:6]]
-  sentences.append(list(max(test, key=lambda s: len(s.words)).words))
-  served = serve_fresh(export_dir, {"text": [" ".join(w) for w in sentences]}, tmp_path)
-  expected = tagging.predict_tags(
-      best_model, tokenization.load_spiece(spiece_model), sentences, spec)
-  assert any(None in tags for tags in expected)                  # truncation exercised
-  for k, (words, tags) in enumerate(zip(sentences, expected)):
-    n = len(words)
-    assert served["num_words"][k] == n and served["words"][k][:n] == words, k
-    assert served["tags"][k][:n] == [t or "" for t in tags], k
-    assert served["num_tagged"][k] == sum(t is not None for t in tags), k
-  with pytest.raises(FileExistsError, match="not empty"):        # an export is never replaced
-    driver.run(params, "export", run_dir)
+  _check_served(one_step, spiece_model,
+                helpers.serve_in_process(export_dir, {"text": _texts()[0]}))
+
+
+@pytest.mark.slow
+def test_the_export_serves_in_a_fresh_process(one_step, spiece_model, tmp_path):
+  """The same texts in a fresh process with TensorFlow and tensorflow-text only."""
+  _check_served(one_step, spiece_model,
+                helpers.serve_fresh(one_step[3], {"text": _texts()[0]}, tmp_path))
 
 
 def test_fit_trains_on_the_task_loss(spiece_model, tmp_path):

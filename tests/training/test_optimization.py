@@ -182,7 +182,8 @@ def _released_names(model, task="sst-2"):
 
 
 @pytest.mark.parametrize("weight_decay, lr_layer_decay_rate", [
-    (0.01, 1.0), (0.0, 1.0), (0.01, 0.75), (0.0, 0.6)])
+    pytest.param(0.01, 1.0, marks=pytest.mark.slow), (0.0, 1.0), (0.01, 0.75),
+    pytest.param(0.0, 0.6, marks=pytest.mark.slow)])
 def test_a_run_equals_the_released_train_op(weight_decay, lr_layer_decay_rate):
   """14 updates (warmup 3, decay to step 10, then constant at lr * min_lr_ratio) of a
   3-layer classifier with random gradients, some above the clipping norm and some below,

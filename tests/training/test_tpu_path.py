@@ -1,6 +1,7 @@
 """The TPU path without a TPU: static shapes, the whole replica step compiled by XLA (as the
 TPU compiles it), the host loop (many steps per call, no new trace for another step count),
-and the Cloud TPU flagfiles with the paper's XLNet-Large hyperparameters."""
+and the Cloud TPU flagfiles with the paper's XLNet-Large hyperparameters. Slow: XLA
+compiles, and command lines that parse the flagfiles."""
 
 import json
 import os
@@ -8,6 +9,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 
 from helpers import pretrain_config
@@ -22,6 +24,8 @@ from xlnet_tf.training.trainer import Trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FLAGFILES = os.path.join(ROOT, "experiments", "flagfiles")
+
+pytestmark = pytest.mark.slow
 
 
 def _trainer(records_dir, strategy):

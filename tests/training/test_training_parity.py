@@ -13,7 +13,8 @@ written from PyTorch primitives, with the released code's semantics
 update, global-norm clipping, then the released layer-wise gradient scaling, then Adam
 WITHOUT bias correction + decoupled weight decay (AdamWeightDecayOptimizer, when
 weight_decay > 0) or Adam with bias correction (tf.train.AdamOptimizer, weight_decay = 0),
-decay selected by the released variable names. Dropout is off.
+decay selected by the released variable names. Dropout is off. Slow: 20-step runs of both
+sides.
 """
 
 import os
@@ -46,6 +47,8 @@ from xlnet_tf.models.xlnet_pretrainer import build_pretrainer
 from xlnet_tf.training import loop
 
 STEPS = 20
+
+pytestmark = pytest.mark.slow
 WEIGHT_TOLERANCE = 2e-5       # max |weight difference| / max(1, max |weight|), any weight
 
 

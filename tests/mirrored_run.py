@@ -1,16 +1,16 @@
-"""Fine-tunes a small model on the xlnet/squad task on one device and under MirroredStrategy
-on 2 logical CPUs, from the same initial weights and the same windows (a process of its
-own: logical devices must be set before TensorFlow runs anything). Used by
-test_squad_training.py; prints one JSON line with both runs' losses and the largest
+"""Trains the mock task (tests/mock_task.py) on one device and under MirroredStrategy on 2
+logical CPUs, from the same initial weights and the same batches (a process of its own:
+logical devices must be set before TensorFlow runs anything). Used by
+tests/tasks/test_driver.py; prints one JSON line with both runs' losses and the largest
 difference of their final weights.
 
 Each run is what the driver's training is (`tasks.train_lib.train`): the model and
 optimizer of `loop.build_model_and_optimizer` (task.build_model), trained by
-`loop.train_model` (the common Trainer) on the task's windows streamed from their
-TFRecord cache (task.train_dataset_fn) with the task's loss; only the strategy is given here
-(runtime.distribution_strategy "mirrored" is one CPU replica when there is no GPU).
+`loop.train_model` (the common Trainer) on the task's micro-batches streamed from their
+TFRecord cache (task.train_dataset_fn) with the task's loss; only the strategy is given
+here. Dropout is off (its masks are drawn per replica).
 
-  python tests/mirrored_squad_run.py SPIECE_MODEL SQUAD_JSON WORK_DIR STEPS
+  python tests/mirrored_run.py SPIECE_MODEL WORK_DIR STEPS
 """
 
 import json
@@ -25,37 +25,19 @@ import tensorflow as tf  # noqa: E402
 tf.config.set_logical_device_configuration(
     tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
 
-from official.core import exp_factory  # noqa: E402
 from official.core import task_factory  # noqa: E402
 
-from xlnet_tf.tasks import squad  # noqa: E402
+import mock_task  # noqa: E402  (tests/, the script's directory)
 from xlnet_tf.tasks import train_lib  # noqa: E402
 from xlnet_tf.training import loop  # noqa: E402
 
 
-def squad_params(spiece_model, squad_json, cache_dir, steps):
-  """xlnet/squad: the tests' small_config(n_token=4000) (2 layers, d_model 16, dropout
-  off), windows of 128 pieces every 64, batches of 8, Adam 1e-3 without weight decay."""
-  params = exp_factory.get_exp_config(squad.KIND.experiment)
-  data = {"spiece_model": spiece_model, "cache_dir": cache_dir}
-  params.override({
-      "task": {
-          "train_file": squad_json, "predict_file": squad_json,
-          "max_seq_length": 128, "doc_stride": 64, "max_query_length": 32,
-          "start_n_top": 3, "end_n_top": 3,
-          "model": {"n_layer": 2, "d_model": 16, "n_head": 2, "d_head": 8, "d_inner": 32,
-                    "n_token": 4000, "dropout": 0.0, "dropatt": 0.0},
-          "train_data": {"global_batch_size": 8, **data},
-          "validation_data": data,
-          "optimization": {"learning_rate": 1e-3, "warmup_steps": 1, "weight_decay": 0.0,
-                           "adam_epsilon": 1e-6, "lr_layer_decay_rate": 1.0}},
-      "trainer": {"train_steps": steps, "steps_per_loop": 1,
-                  "checkpoint_interval": steps}}, is_strict=True)
-  return params
-
-
-def main(spiece_model, squad_json, work, steps):
-  params = squad_params(spiece_model, squad_json, os.path.join(work, "features"), steps)
+def main(spiece_model, work, steps):
+  params = mock_task.params(spiece_model, f"task.model.dropout=0.0,task.model.dropatt=0.0,"
+                                          f"trainer.train_steps={steps},"
+                                          f"trainer.steps_per_loop=1,"
+                                          f"trainer.checkpoint_interval={steps}")
+  params = train_lib._with_default_cache(params, work)  # pylint: disable=protected-access
   task = task_factory.get_task(params.task)
   task.features_path(params.task.train_data)               # cached once, before both runs
   results, weights = {}, {}
@@ -83,4 +65,4 @@ def main(spiece_model, squad_json, work, steps):
 
 
 if __name__ == "__main__":
-  main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
+  main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
