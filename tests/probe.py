@@ -3,8 +3,8 @@
 Each `python -m MODULE ARGS` a test starts spends most of its time importing TensorFlow and
 xlnet_tf before the command does anything. Where a test file runs one entry point several
 times to check what the command line does (refusals, a report), `probe` starts one
-interpreter that imports MODULE once and then, for each command line, does what
-`python -m MODULE ARGS` does after its imports: absl's flags reset to their defaults and
+interpreter that imports MODULE once (a package's __main__) and then, for each command line,
+does what `python -m MODULE ARGS` does after its imports: absl's flags reset to their defaults and
 parsed from the command line, `app.run(MODULE.main)`. Each run's exit status, stdout and
 stderr are those of the command (file descriptors 1 and 2 redirected, so absl's log lines and
 TensorFlow's C++ lines are caught too; an uncaught exception's traceback is written to its
@@ -31,6 +31,8 @@ cases = json.loads(sys.stdin.read())
 report = os.fdopen(os.dup(1), "w")          # the results go back on the original stdout
 sys.argv = [module_name]
 module = importlib.import_module(module_name)
+if hasattr(module, "__path__"):                 # a package: `python -m` runs its __main__
+  module = importlib.import_module(module_name + ".__main__")
 sys.modules["__main__"].__doc__ = module.__doc__        # what --help and usage errors show
 from absl import app, flags
 results = []
