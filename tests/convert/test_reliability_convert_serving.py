@@ -294,7 +294,7 @@ def _model_dirs(spiece_model, tmp_path_factory):
   work = tmp_path_factory.mktemp("model_dirs")
   spec = ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
                         max_seq_length=SEQ)
-  model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
+  model = build_classifier(small_config(n_layer=1, n_token=4000), 2, dropout_rate=0.0)
   model_directory.save(model, os.fspath(work / "classifier"), spec, spiece_model)
   squad_dir = work / "squad"
   squad_dir.mkdir()
@@ -314,7 +314,7 @@ def _exports(model_dirs, tmp_path_factory):
   classifier = classifier_export.export_classifier(os.fspath(model_dirs["classifier_dir"]),
                                                    os.fspath(work / "classifier_export"),
                                                    pair=True)
-  squad = squad_export.export_squad(build_squad_model(small_config(n_token=4000)),
+  squad = squad_export.export_squad(build_squad_model(small_config(n_layer=1, n_token=4000)),
                                     os.fspath(model_dirs["squad_dir"]),
                                     os.fspath(work / "squad_export"))
   return {"classifier": classifier, "squad": squad}

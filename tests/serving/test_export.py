@@ -137,7 +137,7 @@ def uncased_pretrained(spiece_model, tmp_path_factory):
   from xlnet_tf import build_pretrainer  # pylint: disable=g-import-not-at-top
   from xlnet_tf import save_pretrained  # pylint: disable=g-import-not-at-top
   directory = os.fspath(tmp_path_factory.mktemp("pretrained") / "model")
-  save_pretrained(build_pretrainer(small_config(n_token=4000)), directory,
+  save_pretrained(build_pretrainer(small_config(n_layer=1, n_token=4000)), directory,
                   spiece_model=spiece_model, text={"uncased": True, "keep_accents": True})
   return directory
 
