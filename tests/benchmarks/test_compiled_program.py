@@ -1,10 +1,10 @@
 """The compiled (XLA) training step as a program: its size, and the figures
-`experiments.profile_step --program` reports (XLA's cost analysis, largest buffers)."""
+`experiments.profile_step --program` reports (XLA's cost analysis, largest buffers).
 
-import os
+The tests that compile a training step with XLA, and the command lines (one interpreter for
+all of them, `probe`), are slow; the cost-analysis readers are checked on small programs."""
+
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,11 +13,10 @@ import tf_keras
 from absl import flags
 
 from experiments import benchmark_pretrain  # noqa: F401  (defines the flags the step reads)
+from probe import probe
 from xlnet_tf.benchmarks import step_speed
 from xlnet_tf.benchmarks import profile_step
 from xlnet_tf.layers.positional_encoding import RelativePositionalEncoding
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(autouse=True)
@@ -26,6 +25,7 @@ def parsed_flags():
     flags.FLAGS(["test"])
 
 
+@pytest.mark.slow
 def test_base_step_is_a_small_program_without_large_literals():
   """The base step (12 x 768, seq 512) used to carry its relative encoding as 24 literal
   copies of [1, 1024, 768] (80 MB); computed in the program it is a few MB."""
@@ -48,6 +48,7 @@ def test_encodings_in_a_compiled_program_equal_the_graphs():
   np.testing.assert_allclose(compiled.numpy(), graph.numpy(), rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_compiled_step_loss_equals_the_graph_step_and_traces_once():
   config, feed, _, _ = step_speed.config_and_feed("small", 128, 20, 1000)
   steps = {}
@@ -90,15 +91,28 @@ def test_shape_bytes():
   assert profile_step.shape_bytes("(bf16[3,4]{1,0}, pred[7], s32[])") == 24 + 7 + 4
 
 
-def _profile_step(*args):
-  return subprocess.run([sys.executable, "-m", "experiments.profile_step", *args],
-                        cwd=ROOT, capture_output=True, text=True, timeout=600,
-                        env={**os.environ, "PYTHONPATH": ROOT})
+REPORT = ["--program", "--configs=small", "--modes=xla", "--seq_len=128", "--num_predict=20",
+          "--n_token=1000", "--batch_size=2", "--top=3"]
+BAD_FLAGS = [
+    (["--program", "--modes=fp32"], "--program reports a compiled step: --modes must be xla "
+                                    "or bf16_xla, got 'fp32'"),
+    (["--program", "--configs=huge"], "--configs: unknown 'huge'; choose from ['base', "
+                                      "'large', 'small']"),
+    (["--program", "--modes=xla", "--batch_size=-1"], "--batch_size must be >= 0"),
+]
 
 
-def test_profile_step_program_prints_the_report():
-  result = _profile_step("--program", "--configs=small", "--modes=xla", "--seq_len=128",
-                         "--num_predict=20", "--n_token=1000", "--batch_size=2", "--top=3")
+@pytest.fixture(name="profile_step_runs", scope="module")
+def _profile_step_runs():
+  """`python -m experiments.profile_step` with REPORT's flags, then with each of BAD_FLAGS'
+  (one interpreter, `probe`): command line -> its CompletedProcess."""
+  cases = [REPORT] + [args for args, _ in BAD_FLAGS]
+  return {tuple(args): run for args, run in zip(cases, probe("experiments.profile_step", cases))}
+
+
+@pytest.mark.slow
+def test_profile_step_program_prints_the_report(profile_step_runs):
+  result = profile_step_runs[tuple(REPORT)]
   assert result.returncode == 0, result.stderr[-3000:]
   out = result.stdout
   assert "small, xla, batch 2: program" in out
@@ -108,19 +122,15 @@ def test_profile_step_program_prints_the_report():
   assert "largest intermediates" in out and "traffic" in out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--program", "--modes=fp32"], "--program reports a compiled step: --modes must be xla "
-                                    "or bf16_xla, got 'fp32'"),
-    (["--program", "--configs=huge"], "--configs: unknown 'huge'; choose from ['base', "
-                                      "'large', 'small']"),
-    (["--program", "--modes=xla", "--batch_size=-1"], "--batch_size must be >= 0"),
-])
-def test_profile_step_refuses_bad_flags(args, message):
-  result = _profile_step(*args)
+@pytest.mark.slow
+@pytest.mark.parametrize("args, message", BAD_FLAGS)
+def test_profile_step_refuses_bad_flags(profile_step_runs, args, message):
+  result = profile_step_runs[tuple(args)]
   assert result.returncode != 0
   assert message in result.stderr
 
 
+@pytest.mark.slow
 def test_recomputation_survives_a_newer_xla():
   """Compiled by jaxlib's XLA (newer than TensorFlow's; the GPU scripts' compiler), the
   step with recompute "layer" recomputes the forward pass (more FLOPs) and keeps less

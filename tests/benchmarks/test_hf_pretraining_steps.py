@@ -47,7 +47,10 @@ def test_both_curves_agree_and_are_written(pretraining_records, tmp_path):
   assert (result["adam_bias_correction"], result["config"]["mem_len"]) == ("always", 16)
 
 
+@pytest.mark.slow
 def test_refuses_to_write_into_the_records(pretraining_records):
+  """The command refuses an --output inside --train_data in one line (status 1) and leaves
+  the records as they were."""
   records, _ = pretraining_records
   before = sorted(os.listdir(records))
   done = _run(f"--train_data={records}", f"--output={os.path.join(records, 'c.json')}")

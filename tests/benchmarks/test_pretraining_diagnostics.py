@@ -153,6 +153,9 @@ def test_losses_and_lm_bias_gradient_on_a_model_that_predicts_target_frequencies
 
 def test_another_layout_and_a_bad_model_dir_are_refused_before_any_work(
     pretraining_records, tmp_path, monkeypatch):
+  """Records of another layout, a directory without run settings and a checkpoint that is
+  not there are refused before a model is built, and no output is written. (The command
+  line's one-line refusal of a missing --model_dir: the slow test below.)"""
   records, _ = pretraining_records
   monkeypatch.setattr(diag, "build_pretrainer", lambda *a: pytest.fail("work was done"))
   config = pretrain_config(records)
@@ -166,6 +169,22 @@ def test_another_layout_and_a_bad_model_dir_are_refused_before_any_work(
       f"--records {records}: made with reuse_len=32, the run in {run_dir} with "
       f"reuse_len=16; the measures need records of the run's layout")
 
+  not_a_run = tmp_path / "empty"
+  not_a_run.mkdir()
+  with pytest.raises(FileNotFoundError, match=r"--model_dir .*empty: no run_settings.json"):
+    diag.diagnose(str(not_a_run), records, records, output)
+  with pytest.raises(FileNotFoundError, match=r"--checkpoints: no ckpt-9 in .* \[7\]"):
+    diag.diagnose(run_dir, records, records, output, steps=["9"])
+  assert not os.path.exists(output)
+
+
+@pytest.mark.slow
+def test_a_missing_model_dir_is_refused_by_the_command_in_one_line(pretraining_records,
+                                                                   tmp_path):
+  """`python -m experiments.pretraining_diagnostics` with a --model_dir that does not exist
+  ends with status 1 and one line naming it, and writes no output."""
+  records, _ = pretraining_records
+  output = str(tmp_path / "diag.json")
   missing = str(tmp_path / "nowhere")
   stopped = subprocess.run(
       [sys.executable, "-m", "experiments.pretraining_diagnostics", f"--model_dir={missing}",
@@ -176,10 +195,4 @@ def test_another_layout_and_a_bad_model_dir_are_refused_before_any_work(
   assert stopped.stderr.strip().splitlines()[-1] == (
       f"pretraining_diagnostics: --model_dir {missing}: no such directory (expected the "
       f"model directory of a pretraining run of experiments.train)")
-  not_a_run = tmp_path / "empty"
-  not_a_run.mkdir()
-  with pytest.raises(FileNotFoundError, match=r"--model_dir .*empty: no run_settings.json"):
-    diag.diagnose(str(not_a_run), records, records, output)
-  with pytest.raises(FileNotFoundError, match=r"--checkpoints: no ckpt-9 in .* \[7\]"):
-    diag.diagnose(run_dir, records, records, output, steps=["9"])
   assert not os.path.exists(output)

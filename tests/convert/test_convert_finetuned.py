@@ -189,7 +189,11 @@ CLASSIFIER_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CLASSIFIER_CASES))
+# imdb and sts-b (classification, regression) in the fast tier; the attn and mean summaries
+# (the same conversion with other summary variables) slow.
+@pytest.mark.parametrize("case", [
+    case if case in ("imdb", "sts-b") else pytest.param(case, marks=pytest.mark.slow)
+    for case in sorted(CLASSIFIER_CASES)])
 def test_classifier_checkpoint_converts_with_its_head(case, tmp_path):
   task, classes, regression, projection, attention, labels = CLASSIFIER_CASES[case]
   heads = {**summary_arrays(CONFIG, projection=projection, attention=attention is True),
@@ -316,6 +320,7 @@ def test_encoder_only_checkpoint_without_a_head_converts_to_the_pretrained_layou
   _check_absent(report, "Set to zeros")
 
 
+@pytest.mark.slow
 def test_converted_classifier_serves_raw_text(tmp_path):
   """The original's model_dir (model.ckpt-N + checkpoint, config apart) through the command
   line, exported with experiments/export_saved_model.py, serving real sentences."""
@@ -368,6 +373,7 @@ def test_converted_classifier_serves_raw_text(tmp_path):
 SQUAD_SAMPLE = os.path.join(ROOT, "data_prep", "sample_data", "qa", "squad.json")
 
 
+@pytest.mark.slow
 def test_converted_squad_model_serves_raw_text(tmp_path):
   """The original run_squad's model_dir (model.ckpt-N + checkpoint, config apart), converted,
   exported with experiments/run_squad.py --do_export, and asked the bundled SQuAD questions
@@ -568,8 +574,19 @@ ERRORS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(ERRORS))
+# One case of each kind of check in the fast tier (an incomplete head, a shape, labels, two
+# tasks' heads, the SQuAD head, the RACE head); the others slow.
+FAST_ERRORS = ("logit without bias", "logit kernel shape", "labels for other classes",
+               "heads of two tasks", "squad shape", "race without projection")
+
+
+@pytest.mark.parametrize("case", [
+    case if case in FAST_ERRORS else pytest.param(case, marks=pytest.mark.slow)
+    for case in sorted(ERRORS)])
 def test_bad_heads_are_named(case, tmp_path):
+  """A checkpoint whose task head is incomplete, misshapen or ambiguous, or options that do
+  not fit it, are refused with a message naming the checkpoint and the variables, and
+  nothing is written."""
   make_heads, options, message = ERRORS[case]
   _write(tmp_path / "orig", make_heads())
   with pytest.raises(ValueError) as error:

@@ -123,7 +123,14 @@ LM_CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(LM_CONFIGS))
+def _fast_cases(names, fast):
+  """Parameters `names`, those not in `fast` marked slow (one case of each head in the fast
+  tier; the other configurations of the same conversion in the slow one)."""
+  return [name if name in fast else pytest.param(name, marks=pytest.mark.slow)
+          for name in sorted(names)]
+
+
+@pytest.mark.parametrize("name", _fast_cases(LM_CONFIGS, ("memory_untied",)))
 def test_pretrained_model_matches_hf_lm_head(name, tmp_path):
   config = _config(**LM_CONFIGS[name])
   model = _randomize(build_pretrainer(config), seed=len(name))
@@ -254,7 +261,8 @@ TASK_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(TASK_CASES))
+@pytest.mark.parametrize("name", _fast_cases(TASK_CASES, ("classifier_last_proj", "race",
+                                                            "tagger", "qa_simple")))
 def test_task_model_matches_hf(name, tmp_path):
   make, auto_class = TASK_CASES[name]
   config = _config()
@@ -407,7 +415,8 @@ ROUND_TRIP_TASKS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(ROUND_TRIP_TASKS))
+@pytest.mark.parametrize("name", _fast_cases(ROUND_TRIP_TASKS, (
+    "sequence_classification", "question_answering", "multiple_choice")))
 def test_round_trip_task_model_is_bit_exact(name, tmp_path):
   model_class, values = ROUND_TRIP_TASKS[name]
   # Fine-tuning's run options (dropout 0.1, no memory), which an import may impose.
@@ -422,6 +431,7 @@ def test_round_trip_task_model_is_bit_exact(name, tmp_path):
 
 # ---- tokenizer files, model card, CLI -------------------------------------------------------
 
+@pytest.mark.slow
 def test_cli_exports_classifier_with_tokenizer_and_card(tmp_path):
   """One run of the command line; the tokenizer is checked against SentencePiece itself."""
   import sentencepiece as spm  # pylint: disable=g-import-not-at-top

@@ -23,6 +23,7 @@ import torch
 import transformers
 
 from hf_reference import make_hf_model
+from helpers import run_fresh
 from helpers import serve_fresh
 from helpers import small_config
 from released_checkpoint import classification_head_arrays
@@ -102,16 +103,21 @@ def _no_output_left(tmp_path, name="out"):
 
 # ---- XLNetForSequenceClassification ---------------------------------------------------------
 
+SLOW = pytest.mark.slow
+
+
+# Three cases in the fast tier (the released default, cls_index without projection or
+# activation, regression); the other summaries and activations slow.
 @pytest.mark.parametrize("summary_type, use_proj, activation, num_labels, extra", [
     ("last", True, "tanh", 3, {}),
-    ("first", True, "gelu", 2, {}),
-    ("mean", False, "tanh", 3, {}),           # HF applies the activation without projection
+    pytest.param("first", True, "gelu", 2, {}, marks=SLOW),
+    pytest.param("mean", False, "tanh", 3, {}, marks=SLOW),   # the activation without proj
     ("cls_index", False, "", 2, {}),          # "" = no activation; cls_index -> last
-    ("last", False, "relu", 3, {}),
-    ("mean", True, "linear", 2, {}),
-    ("cls_index", True, "gelu_new", 4, {}),
+    pytest.param("last", False, "relu", 3, {}, marks=SLOW),
+    pytest.param("mean", True, "linear", 2, {}, marks=SLOW),
+    pytest.param("cls_index", True, "gelu_new", 4, {}, marks=SLOW),
     ("last", True, "tanh", 1, {}),            # num_labels 1: regression
-    ("first", False, "sigmoid", 1, {"problem_type": "regression"}),
+    pytest.param("first", False, "sigmoid", 1, {"problem_type": "regression"}, marks=SLOW),
 ])
 def test_sequence_classification(tmp_path, summary_type, use_proj, activation, num_labels,
                                  extra):
@@ -250,9 +256,11 @@ def test_question_answering_simple(tmp_path):
     assert _max_diff(values, expected) <= TOLERANCE
 
 
+@pytest.mark.slow
 def test_question_answering_simple_saved_model(tmp_path):
   """The SQuAD SavedModel of a simple QA model answers with the best span of HF's logits
-  (on the window our text encoder builds; decoded here in numpy)."""
+  (on the window our text encoder builds; decoded here in numpy). Exported at
+  max_seq_length 64: the question (10 pieces) and the context (37) fit one window."""
   from xlnet_tf.serving import squad_text  # pylint: disable=g-import-not-at-top
   from xlnet_tf.serving.text_encoder import XLNetTextEncoder  # pylint: disable=g-import-not-at-top
   hf_model, source = _hf_dir(tmp_path, transformers.XLNetForQuestionAnsweringSimple,
@@ -260,7 +268,7 @@ def test_question_answering_simple_saved_model(tmp_path):
   shutil.copy(RELEASED_SPIECE, source)
   export = tmp_path / "export"
   report = convert(source, os.fspath(tmp_path / "out"), saved_model=os.fspath(export),
-                   options=ConvertOptions(max_seq_length=96, max_query_length=16))
+                   options=ConvertOptions(max_seq_length=64, max_query_length=16))
   assert report["saved_model"] == os.fspath(export)
   card = (export / "README.md").read_text()
   assert card == (tmp_path / "out" / "README.md").read_text()
@@ -271,7 +279,7 @@ def test_question_answering_simple_saved_model(tmp_path):
              "white whale that had taken his leg, from Nantucket to the Pacific.")
   features = {k: v.numpy()[0] for k, v in squad_text.squad_inputs(
       XLNetTextEncoder(RELEASED_SPIECE), tf.constant([question]), tf.constant([context]),
-      96, 16).items()}
+      64, 16).items()}
   out = _hf_run(hf_model, {k: features[k][None] for k in ("input_ids", "segment_ids",
                                                           "input_mask")})
   best = (-np.inf, None)
@@ -403,17 +411,20 @@ def test_parity_not_measured_without_transformers(tmp_path, monkeypatch):
   assert f"- **Parity**: {text}" in card
 
 
+@pytest.mark.slow
 def test_keep_accents_reaches_the_saved_model(tmp_path):
   """tokenizer_config.json keep_accents true: the SavedModel's text path keeps the accents
   (transformers 5's own XLNetTokenizer ignores keep_accents, so the reference ids come from
-  the SentencePiece library on the text with its accents)."""
+  the SentencePiece library on the text with its accents). Exported at max_seq_length 32
+  (the text is 18 pieces with its accents, 9 without)."""
   import sentencepiece  # pylint: disable=g-import-not-at-top
   _, source = _hf_dir(tmp_path, transformers.XLNetForSequenceClassification,
                       config=small_config(n_token=32000), num_labels=2, seed=4)
   shutil.copy(RELEASED_SPIECE, source)
   _tokenizer_config(source, keep_accents=True)
   export = tmp_path / "export"
-  convert(source, os.fspath(tmp_path / "out"), saved_model=os.fspath(export))
+  convert(source, os.fspath(tmp_path / "out"), saved_model=os.fspath(export),
+          options=ConvertOptions(max_seq_length=32))
   text = "Un café très naïf à Montréal"
   sp = sentencepiece.SentencePieceProcessor(model_file=RELEASED_SPIECE)
   kept, stripped = sp.encode(text), _released_ids(sp, text, lower=False)
@@ -423,12 +434,12 @@ def test_keep_accents_reaches_the_saved_model(tmp_path):
 
   def by_ids(pieces):
     row = pieces + [4, 3]
-    ids = np.full([1, 128], 5, np.int32)
-    ids[0, 128 - len(row):] = row
-    segments = np.full([1, 128], 4, np.int32)
-    segments[0, 128 - len(row):] = [0] * (len(row) - 1) + [2]
-    mask = np.ones([1, 128], np.float32)
-    mask[0, 128 - len(row):] = 0.0
+    ids = np.full([1, 32], 5, np.int32)
+    ids[0, 32 - len(row):] = row
+    segments = np.full([1, 32], 4, np.int32)
+    segments[0, 32 - len(row):] = [0] * (len(row) - 1) + [2]
+    mask = np.ones([1, 32], np.float32)
+    mask[0, 32 - len(row):] = 0.0
     return signatures["serving_ids"](input_ids=tf.constant(ids), segment_ids=tf.constant(
         segments), input_mask=tf.constant(mask))["probabilities"].numpy()
   assert _max_diff(served, by_ids(kept)) <= TOLERANCE
@@ -512,7 +523,8 @@ def test_unknown_head_key(tmp_path):
 @pytest.mark.parametrize("key, shape, expected", [
     ("logits_proj.weight", [2, 12], "[outputs, 16] (torch Linear [out, in]; d_model 16 from "
                                     "config.json)"),
-    ("sequence_summary.summary.weight", [16, 8], "[16, 16] ([d_model, d_model], d_model 16)"),
+    pytest.param("sequence_summary.summary.weight", [16, 8],
+                 "[16, 16] ([d_model, d_model], d_model 16)", marks=SLOW),
     ("logits_proj.bias", [3], "[2] ([num_labels]: logits_proj.weight has 2 outputs)"),
 ])
 def test_head_tensor_of_the_wrong_shape(tmp_path, key, shape, expected):
@@ -534,7 +546,7 @@ def test_squad_head_tensor_of_the_wrong_shape(tmp_path):
 
 @pytest.mark.parametrize("model_class, key", [
     (transformers.XLNetForSequenceClassification, "logits_proj.weight"),
-    (transformers.XLNetForTokenClassification, "classifier.weight")])
+    pytest.param(transformers.XLNetForTokenClassification, "classifier.weight", marks=SLOW)])
 def test_id2label_that_disagrees_with_the_head(tmp_path, model_class, key):
   _, source = _hf_dir(tmp_path, model_class, num_labels=2)
   config = _rewrite_config(source, lambda c: c.update(
@@ -769,14 +781,16 @@ def test_failed_export_leaves_no_partial_directories(tmp_path, monkeypatch):
      {"question": ["Who?"], "context": ["Call me Ishmael, said the sailor."]},
      "answer_text"),
 ])
+@pytest.mark.slow
 def test_saved_model_of_every_kind(tmp_path, model_class, signature, inputs, output):
-  """--saved_model picks the export of the converted kind; the SavedModel answers."""
+  """--saved_model picks the export of the converted kind; the SavedModel answers.
+  (Exported at max_seq_length 24, questions of at most 8 pieces: the inputs fit.)"""
   _, source = _hf_dir(tmp_path, model_class, config=small_config(n_token=32000))
   shutil.copy(RELEASED_SPIECE, source)
   export = tmp_path / "export"
   os.makedirs(export)                                  # an empty directory is accepted
   convert(source, os.fspath(tmp_path / "out"), saved_model=os.fspath(export),
-          options=ConvertOptions(max_seq_length=64, max_query_length=16))
+          options=ConvertOptions(max_seq_length=24, max_query_length=8))
   serve = tf.saved_model.load(os.fspath(export)).signatures[signature]
   result = serve(**{k: tf.constant(v) for k, v in inputs.items()})
   assert result[output].shape[0] == 1
@@ -799,8 +813,31 @@ def _released_ids(sp, text, lower):
   return sp.encode(text.lower() if lower else text)
 
 
+# Both signatures of one SavedModel in one fresh process (`run_fresh`): request "calls" maps a
+# signature to its inputs; the result maps it to its outputs (lists, strings decoded).
+_SERVE_SIGNATURES = r"""
+def plain(value):
+  if isinstance(value, bytes):
+    return value.decode()
+  if isinstance(value, list):
+    return [plain(v) for v in value]
+  return value
+signatures = tf.saved_model.load(request["export_dir"]).signatures
+result = {}
+for name, inputs in request["calls"].items():
+  out = signatures[name](**{k: tf.constant(v) for k, v in inputs.items()})
+  result[name] = {k: plain(v.numpy().tolist()) for k, v in out.items()}
+"""
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("lower", [False, True])
 def test_command_line_to_a_served_model(tmp_path, lower):
+  """`python -m xlnet_tf.convert --saved_model` of an HF directory with HF's tokenizer files:
+  our model directory has its tokenizer settings and labels, and the SavedModel served in a
+  fresh process (TensorFlow and tensorflow-text only) gives HF's tokenizer + model's
+  probabilities and labels on real sentences, and HF's probabilities on HF's ids through
+  serving_ids. Exported at --max_seq_length 64 (the sentences are at most 52 pieces)."""
   import sentencepiece  # pylint: disable=g-import-not-at-top
   config = small_config(n_token=32000)
   hf_model, source = _hf_dir(tmp_path, transformers.XLNetForSequenceClassification,
@@ -819,7 +856,8 @@ def test_command_line_to_a_served_model(tmp_path, lower):
   out, export = tmp_path / "out", tmp_path / "export"
   run = subprocess.run(
       [sys.executable, "-m", "xlnet_tf.convert", "--source", source, "--output",
-       os.fspath(out), "--saved_model", os.fspath(export)], capture_output=True, text=True,
+       os.fspath(out), "--saved_model", os.fspath(export), "--max_seq_length=64"],
+      capture_output=True, text=True,
       env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT, check=False)
   assert run.returncode == 0, run.stderr[-3000:]
   assert (export / "saved_model.pb").exists() and (export / "README.md").exists()
@@ -837,7 +875,7 @@ def test_command_line_to_a_served_model(tmp_path, lower):
   hf_ids = [tokenizer(s, add_special_tokens=False)["input_ids"] for s in sentences]
   agree = [s for s, ids in zip(sentences, hf_ids)
            if ids == _released_ids(sp, s, lower) and not re.search(r"\d,", s)
-           and len(ids) <= 120]
+           and len(ids) <= 62]
   print(f"\n  lower {lower}: HF's tokenizer agrees with SentencePiece on {len(agree)} of "
         f"{len(sentences)} sentences")
   assert len(agree) >= 50 and agree[-2:] == accented
@@ -847,31 +885,34 @@ def test_command_line_to_a_served_model(tmp_path, lower):
   encoded = tokenizer(agree, padding=True, return_tensors="pt", return_token_type_ids=True)
   with torch.no_grad():
     hf_probs = torch.softmax(hf_model(**encoded).logits, -1).numpy()
+
+  # serving_ids with HF's own ids (every sentence, left-padded to the export's 64).
+  rows = [ids + [4, 3] for ids in hf_ids if len(ids) <= 62]
+  ids = np.full([len(rows), 64], 5, np.int32)
+  segments = np.full([len(rows), 64], 4, np.int32)
+  mask = np.ones([len(rows), 64], np.float32)
+  for b, row in enumerate(rows):
+    ids[b, 64 - len(row):] = row
+    segments[b, 64 - len(row):] = [0] * (len(row) - 1) + [2]
+    mask[b, 64 - len(row):] = 0.0
+  with torch.no_grad():
+    reference = torch.softmax(hf_model(
+        input_ids=torch.as_tensor(ids, dtype=torch.long),
+        token_type_ids=torch.as_tensor(segments, dtype=torch.long),
+        input_mask=torch.as_tensor(mask)).logits, -1).numpy()
+
   os.makedirs(tmp_path / "fresh_dir")
-  served = serve_fresh(export, {"text_a": agree}, tmp_path / "fresh_dir")
+  fresh = run_fresh(_SERVE_SIGNATURES, {"export_dir": os.fspath(export), "calls": {
+      "serving_default": {"text_a": agree},
+      "serving_ids": {"input_ids": ids.tolist(), "segment_ids": segments.tolist(),
+                      "input_mask": mask.tolist()}}}, tmp_path / "fresh_dir")
+  served, served_ids = fresh["serving_default"], fresh["serving_ids"]
   diff = _max_diff(served["probabilities"], hf_probs)
   print(f"  served text vs HF tokenizer + model: max |probability diff| {diff:.2e} on "
         f"{len(agree)} sentences")
   assert diff <= TOLERANCE
   assert served["label"] == [["neg", "pos"][i] for i in hf_probs.argmax(-1)]
 
-  # serving_ids with HF's own ids (every sentence, left-padded to the export's 128).
-  rows = [ids + [4, 3] for ids in hf_ids if len(ids) <= 126]
-  ids = np.full([len(rows), 128], 5, np.int32)
-  segments = np.full([len(rows), 128], 4, np.int32)
-  mask = np.ones([len(rows), 128], np.float32)
-  for b, row in enumerate(rows):
-    ids[b, 128 - len(row):] = row
-    segments[b, 128 - len(row):] = [0] * (len(row) - 1) + [2]
-    mask[b, 128 - len(row):] = 0.0
-  with torch.no_grad():
-    reference = torch.softmax(hf_model(
-        input_ids=torch.as_tensor(ids, dtype=torch.long),
-        token_type_ids=torch.as_tensor(segments, dtype=torch.long),
-        input_mask=torch.as_tensor(mask)).logits, -1).numpy()
-  served_ids = serve_fresh(export, {"input_ids": ids.tolist(), "segment_ids":
-                                    segments.tolist(), "input_mask": mask.tolist()},
-                           tmp_path / "fresh_dir", signature="serving_ids")
   diff = _max_diff(served_ids["probabilities"], reference)
   print(f"  serving_ids with HF's ids: max |probability diff| {diff:.2e} on {len(rows)} "
         f"sentences")

@@ -7,19 +7,21 @@
 10 A task file that is not UTF-8: the error names the file and the line.
 12 A truncated or corrupt weight file of a HuggingFace directory: the error names the file.
 14 The serving signatures check their inputs' shapes and say what they expect.
+
+The command lines (one interpreter per entry point, `probe`) and the fresh-process serving
+check are slow; the same refusals made in-process are fast.
 """
 
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from helpers import run_fresh
 from helpers import small_config
 from hf_reference import make_hf_model
+from probe import probe
 from xlnet_tf import model_directory
 from xlnet_tf.convert import importer as convert_module
 from xlnet_tf import pretrained
@@ -44,11 +46,6 @@ def _tree(directory):
   return files
 
 
-def _cli(module_args, cwd=ROOT):
-  return subprocess.run([sys.executable, "-m", *module_args], capture_output=True, text=True,
-                        env=ENV, cwd=cwd, check=False)
-
-
 @pytest.fixture(scope="module", name="pristine_hf")
 def _pristine_hf(tmp_path_factory):
   """A small HuggingFace XLNet directory (config.json + model.safetensors), never modified."""
@@ -64,17 +61,36 @@ def _hf_dir(pristine_hf, tmp_path):
   return tmp_path / "hf"
 
 
+@pytest.fixture(scope="module", name="convert_runs")
+def _convert_runs(pristine_hf, tmp_path_factory):
+  """The refused `python -m xlnet_tf.convert` command lines of this file, in one interpreter
+  (`probe`): "own source" (--output a copy of the HF directory that is its --source, with
+  "hf_dir" that copy and "before" its files before the run) and "under a file" (--output
+  "afile"/sub): name -> CompletedProcess, and the paths."""
+  work = tmp_path_factory.mktemp("convert_cli")
+  hf_dir = work / "hf"
+  shutil.copytree(pristine_hf, hf_dir)
+  before = _tree(hf_dir)
+  (work / "afile").write_text("x")
+  own, under = probe("xlnet_tf.convert", [
+      ["--source", hf_dir, "--output", hf_dir, "--overwrite"],
+      ["--source", pristine_hf, "--output", work / "afile" / "sub"]], env=ENV)
+  return {"own source": own, "under a file": under, "hf_dir": hf_dir, "before": before,
+          "afile": work / "afile"}
+
+
 # ---- 1: the source and foreign directories are never deleted ---------------------------------
 
-def test_convert_into_its_own_source_is_refused_and_the_source_kept(hf_dir):
+@pytest.mark.slow
+def test_convert_into_its_own_source_is_refused_and_the_source_kept(convert_runs):
+  """The command line refuses --output that is --source in one line, and the source is as it
+  was. (In-process: test_output_inside_containing_or_aliasing_the_source_is_refused.)"""
   # Before: rc 0, and hf_dir held only conversion.json, model.ckpt.*, xlnet_config.json.
-  before = _tree(hf_dir)
-  run = _cli(["xlnet_tf.convert", "--source", os.fspath(hf_dir), "--output", os.fspath(hf_dir),
-              "--overwrite"])
+  run, hf_dir = convert_runs["own source"], convert_runs["hf_dir"]
   assert run.returncode == 1, run.stderr
   assert f"--output {hf_dir} is --source {hf_dir}" in run.stderr
   assert "Traceback" not in run.stderr
-  assert _tree(hf_dir) == before
+  assert _tree(hf_dir) == convert_runs["before"]
 
 
 def test_output_inside_containing_or_aliasing_the_source_is_refused(hf_dir, tmp_path):
@@ -149,16 +165,27 @@ def test_a_failed_replacement_keeps_the_previous_output(hf_dir, tmp_path, monkey
 
 # ---- 8: bad output locations, before any work ------------------------------------------------
 
-def test_convert_output_under_a_file_or_a_file_is_refused_first(hf_dir, tmp_path):
+@pytest.mark.slow
+def test_convert_output_under_a_file_is_refused_first_on_the_command_line(convert_runs):
+  """The command line refuses an --output under a file in one line, no traceback, and the
+  file is kept."""
   # Before: NotADirectoryError: [Errno 20] Not a directory: '.../afile/sub.partial-5118'
   # (a traceback after reading and building the model).
-  (tmp_path / "afile").write_text("x")
-  run = _cli(["xlnet_tf.convert", "--source", os.fspath(hf_dir), "--output",
-              os.fspath(tmp_path / "afile" / "sub")])
+  run, afile = convert_runs["under a file"], convert_runs["afile"]
   assert run.returncode == 1
-  assert (f"--output: {tmp_path / 'afile' / 'sub'} lies under {tmp_path / 'afile'}, which is "
-          f"a file") in run.stderr
+  assert f"--output: {afile / 'sub'} lies under {afile}, which is a file" in run.stderr
   assert "Traceback" not in run.stderr
+  assert afile.read_text() == "x"
+
+
+def test_convert_output_under_a_file_or_a_file_is_refused_first(hf_dir, tmp_path):
+  """An --output under a file, or that is a file, is refused naming the flag before any
+  work (a missing --source is not even looked at), and the file is kept."""
+  (tmp_path / "afile").write_text("x")
+  with pytest.raises(NotADirectoryError) as refused:
+    convert(os.fspath(hf_dir), os.fspath(tmp_path / "afile" / "sub"))
+  assert (f"--output: {tmp_path / 'afile' / 'sub'} lies under {tmp_path / 'afile'}, which is "
+          f"a file") in str(refused.value)
   # Before: NotADirectoryError from shutil.rmtree after the whole conversion.
   with pytest.raises(NotADirectoryError, match="--output: .*afile is a file"):
     convert(os.fspath(tmp_path / "missing_source"), os.fspath(tmp_path / "afile"),
@@ -259,32 +286,41 @@ for case, (export_dir, signature, inputs, dtypes) in request["cases"].items():
 """
 
 
-@pytest.fixture(scope="module", name="exports")
-def _exports(spiece_model, tmp_path_factory):
-  """(classifier export with text_a/text_b, SQuAD export) of tiny random models."""
+@pytest.fixture(scope="module", name="model_dirs")
+def _model_dirs(spiece_model, tmp_path_factory):
+  """The model directory of a tiny random classifier (max_seq_length SEQ) and a directory
+  with a SQuAD model's settings and SentencePiece model (the export takes the model)."""
   from xlnet_tf.models.xlnet_classifier import build_classifier  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.models.xlnet_squad import build_squad_model  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.serving import classifier_export  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.serving import squad_export  # pylint: disable=g-import-not-at-top
-  work = tmp_path_factory.mktemp("exports")
+  work = tmp_path_factory.mktemp("model_dirs")
   spec = ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
                         max_seq_length=SEQ)
-  model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
+  model = build_classifier(small_config(n_layer=1, n_token=4000), 2, dropout_rate=0.0)
   model_directory.save(model, os.fspath(work / "classifier"), spec, spiece_model)
-  classifier = classifier_export.export_classifier(os.fspath(work / "classifier"),
-                                                   os.fspath(work / "classifier_export"),
-                                                   pair=True)
   squad_dir = work / "squad"
   squad_dir.mkdir()
   shutil.copyfile(spiece_model, squad_dir / model_directory.SPIECE_FILE)
   (squad_dir / SquadSpec.FILE).write_text(json.dumps(
       {"max_seq_length": 48, "max_query_length": 16, "uncased": False}))
-  squad = squad_export.export_squad(build_squad_model(small_config(n_token=4000)),
-                                    os.fspath(squad_dir), os.fspath(work / "squad_export"))
-  return {"classifier_dir": work / "classifier", "classifier": classifier, "squad": squad,
-          "squad_dir": squad_dir}
+  return {"classifier_dir": work / "classifier", "squad_dir": squad_dir}
 
 
+@pytest.fixture(scope="module", name="exports")
+def _exports(model_dirs, tmp_path_factory):
+  """(classifier export with text_a/text_b, SQuAD export) of the tiny random models."""
+  from xlnet_tf.models.xlnet_squad import build_squad_model  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.serving import classifier_export  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.serving import squad_export  # pylint: disable=g-import-not-at-top
+  work = tmp_path_factory.mktemp("exports")
+  classifier = classifier_export.export_classifier(os.fspath(model_dirs["classifier_dir"]),
+                                                   os.fspath(work / "classifier_export"),
+                                                   pair=True)
+  squad = squad_export.export_squad(build_squad_model(small_config(n_layer=1, n_token=4000)),
+                                    os.fspath(model_dirs["squad_dir"]),
+                                    os.fspath(work / "squad_export"))
+  return {"classifier": classifier, "squad": squad}
+
+
+@pytest.mark.slow
 def test_signatures_check_input_shapes_in_a_fresh_process(exports, tmp_path):
   text, ids = "serving_default", "serving_ids"
   strings = {"text_a": "string", "text_b": "string"}
@@ -335,25 +371,36 @@ def test_signatures_check_input_shapes_in_a_fresh_process(exports, tmp_path):
     assert message in got[case], (case, got[case][-1500:])
 
 
-def test_export_output_location_is_checked_before_loading(exports, tmp_path):
-  from xlnet_tf.models.xlnet_squad import build_squad_model  # pylint: disable=g-import-not-at-top
-  from xlnet_tf.serving import squad_export  # pylint: disable=g-import-not-at-top
+@pytest.mark.slow
+def test_export_output_location_is_checked_before_loading(model_dirs, tmp_path):
+  """experiments.export_saved_model refuses an --export_dir under a file, or that is a file,
+  in one line naming the flag (both command lines in one interpreter, `probe`)."""
   (tmp_path / "afile").write_text("x")
   bad = tmp_path / "afile" / "export"
   # Before: a raw "FailedPreconditionError: .../afile is not a directory" traceback from
   # tf.saved_model.save, after loading the model and tracing the signatures.
-  run = _cli(["experiments.export_saved_model", f"--model_dir={exports['classifier_dir']}",
-              f"--export_dir={bad}"])
-  assert run.returncode == 1
+  under, onto = probe("experiments.export_saved_model", [
+      [f"--model_dir={model_dirs['classifier_dir']}", f"--export_dir={bad}"],
+      [f"--model_dir={model_dirs['classifier_dir']}", f"--export_dir={tmp_path / 'afile'}"]],
+      env=ENV)
+  assert under.returncode == 1
   assert (f"export_saved_model: --export_dir: {bad} lies under {tmp_path / 'afile'}, which is "
-          f"a file") in run.stderr
-  assert "Traceback" not in run.stderr
-  run = _cli(["experiments.export_saved_model", f"--model_dir={exports['classifier_dir']}",
-              f"--export_dir={tmp_path / 'afile'}"])
-  assert "--export_dir: " in run.stderr and "is a file" in run.stderr, run.stderr[-2000:]
+          f"a file") in under.stderr
+  assert "Traceback" not in under.stderr
+  assert "--export_dir: " in onto.stderr and "is a file" in onto.stderr, onto.stderr[-2000:]
+  assert (tmp_path / "afile").read_text() == "x"
+
+
+def test_squad_export_location_is_checked_before_tracing(model_dirs, tmp_path):
+  """The SQuAD export refuses an export directory under a file, naming the flag, and the file
+  is kept."""
+  from xlnet_tf.models.xlnet_squad import build_squad_model  # pylint: disable=g-import-not-at-top
+  from xlnet_tf.serving import squad_export  # pylint: disable=g-import-not-at-top
+  (tmp_path / "afile").write_text("x")
+  bad = tmp_path / "afile" / "export"
   with pytest.raises(NotADirectoryError, match="--export_dir: .* lies under"):
     squad_export.export_squad(build_squad_model(small_config(n_token=4000)),
-                              os.fspath(exports["squad_dir"]), os.fspath(bad))
+                              os.fspath(model_dirs["squad_dir"]), os.fspath(bad))
   assert (tmp_path / "afile").read_text() == "x"
 
 

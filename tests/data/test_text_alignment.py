@@ -1,5 +1,6 @@
 """Character <-> piece alignment for SQuAD on the real sample passages (and constructed
-answers over them: inside words, next to punctuation, accents, "2000,")."""
+answers over them: inside words, next to punctuation, accents, "2000,"; those are slow).
+"""
 
 import glob
 import os
@@ -82,6 +83,7 @@ def test_real_answers_round_trip_exactly(spiece_model):
   assert count >= 21
 
 
+@pytest.mark.slow                  # over 2000 round trips
 def test_constructed_answers_round_trip_exactly(spiece_model):
   """Constructed over the real passages: every word (so every word next to punctuation),
   the first three characters of every long word (inside a piece), and three-word spans

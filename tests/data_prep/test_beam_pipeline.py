@@ -83,6 +83,7 @@ def test_dataflow_needs_gcs_paths_and_options_are_split():
   assert beam_pipeline.split_options("  ") == []
 
 
+@pytest.mark.slow
 def test_command_line_shares_the_flags_and_names_the_bad_one(tmp_path):
   s = PRETRAIN_SETTINGS.rows
   result = subprocess.run(

@@ -2,7 +2,10 @@
 multi-task dataset or an empty manifest passed as sound, a SentencePiece model retrained in
 place after the records were made, two train_sentencepiece runs into one --model_prefix and
 its half-written outputs, hand-edited manifest fields of the wrong type, and an
---output_dir that the input glob reads."""
+--output_dir that the input glob reads.
+
+The checks are made in-process (fast); the tools' command lines (one-line refusals, the
+exit status, a second live run) are slow."""
 
 import glob
 import hashlib
@@ -48,35 +51,60 @@ def _edit_manifest(directory, edit):
   return path
 
 
-def _refused_by_verify_and_pretraining(directory, message):
-  """verify_records exits 2 with `message` in one line; pretraining's check of the
-  records raises it."""
-  verified = _tool("data_prep.verify_records", str(directory))
-  assert verified.returncode == 2, verified.stdout + verified.stderr
-  assert "all sound" not in verified.stdout and "Traceback" not in verified.stderr
-  assert verified.stderr.count("\n") == 1 and message in verified.stderr, verified.stderr
+def _refused_by_pretraining(directory, message):
+  """Pretraining's check of the records raises `message`."""
   with pytest.raises(ValueError, match=re.escape(message)):
     pretrain_records.check_data(str(directory))
 
 
+def _refused_by_verify(directory, message):
+  """verify_records exits 2 with `message` in one line."""
+  verified = _tool("data_prep.verify_records", str(directory))
+  assert verified.returncode == 2, verified.stdout + verified.stderr
+  assert "all sound" not in verified.stdout and "Traceback" not in verified.stderr
+  assert verified.stderr.count("\n") == 1 and message in verified.stderr, verified.stderr
+
+
 # ---- 2: half a dataset, a manifest without shards -------------------------------------------
 
-def test_one_task_of_two_is_not_a_whole_dataset(pretraining_records, spiece_model, tmp_path):
+def _half_a_dataset(pretraining_records, spiece_model, tmp_path):
+  """(records of task 0 of 2, what is wrong with them)."""
   _, inputs = pretraining_records
   out = tmp_path / "records"
   pipeline.create(PRETRAIN_SETTINGS, inputs, spiece_model, str(out), task_index=0,
                   num_tasks=2)
-  _refused_by_verify_and_pretraining(
-      out, f"{out}: manifests of tasks [0] found, expected all 2 tasks (0..1); missing "
-           f"manifest.task-00001-of-00002.json: a task has not finished")
+  return out, (f"{out}: manifests of tasks [0] found, expected all 2 tasks (0..1); missing "
+               f"manifest.task-00001-of-00002.json: a task has not finished")
+
+
+def _no_shards(pretraining_records, spiece_model, tmp_path):
+  """(records whose manifest lists no shards, what is wrong with them)."""
+  del spiece_model
+  out = _copy_records(pretraining_records[0], tmp_path)
+  path = _edit_manifest(out, lambda m: m.update(shards=[]))
+  return out, f"{path}: lists no shards (\"shards\": [])"
+
+
+def _wrong_field(pretraining_records, spiece_model, tmp_path):
+  """(records whose manifest has a string for settings.seq_len, what is wrong with them)."""
+  del spiece_model
+  out = _copy_records(pretraining_records[0], tmp_path)
+  path = _edit_manifest(out, lambda m: m["settings"].update(seq_len="128"))
+  return out, f'{path}: field settings.seq_len is "128", expected an integer'
+
+
+def test_one_task_of_two_is_not_a_whole_dataset(pretraining_records, spiece_model, tmp_path):
+  """Pretraining refuses the records of one task of two, naming the missing manifest."""
+  out, message = _half_a_dataset(pretraining_records, spiece_model, tmp_path)
+  _refused_by_pretraining(out, message)
   with pytest.raises(ValueError, match="missing manifest.task-00001-of-00002.json"):
     pretrain_records.load_manifest(str(out / "manifest.task-00000-of-00002.json"))
 
 
 def test_a_manifest_without_shards_is_not_sound(pretraining_records, tmp_path):
-  out = _copy_records(pretraining_records[0], tmp_path)
-  path = _edit_manifest(out, lambda m: m.update(shards=[]))
-  _refused_by_verify_and_pretraining(out, f"{path}: lists no shards (\"shards\": [])")
+  """Pretraining refuses a manifest that lists no shards."""
+  out, message = _no_shards(pretraining_records, None, tmp_path)
+  _refused_by_pretraining(out, message)
 
 
 # ---- 12: hand-edited manifest fields ---------------------------------------------------------
@@ -104,11 +132,18 @@ def test_a_hand_edited_manifest_field_is_named_with_its_type(pretraining_records
     pretrain_records.check_data(str(out))
 
 
-def test_verify_names_a_wrong_manifest_field_in_one_line(pretraining_records, tmp_path):
-  out = _copy_records(pretraining_records[0], tmp_path)
-  path = _edit_manifest(out, lambda m: m["settings"].update(seq_len="128"))
-  _refused_by_verify_and_pretraining(
-      out, f'{path}: field settings.seq_len is "128", expected an integer')
+@pytest.mark.slow
+def test_verify_names_what_is_unsound_in_one_line(pretraining_records, spiece_model,
+                                                  tmp_path):
+  """`python -m data_prep.verify_records` exits 2 with one line saying what is wrong (and
+  not "all sound") for half a dataset, a manifest without shards and a wrong manifest
+  field; pretraining's check raises the same message."""
+  for make in (_half_a_dataset, _no_shards, _wrong_field):
+    work = tmp_path / make.__name__.strip("_")
+    work.mkdir()
+    out, message = make(pretraining_records, spiece_model, work)
+    _refused_by_verify(out, message)
+    _refused_by_pretraining(out, message)
 
 
 # ---- 3: the SentencePiece model retrained in place -------------------------------------------
@@ -142,6 +177,7 @@ def test_records_refuse_a_retrained_sentencepiece_model(pretraining_records, spi
     pretrain_records.check_data(str(out))
 
 
+@pytest.mark.slow
 def test_train_sentencepiece_refuses_to_replace_a_model_without_overwrite(tmp_path):
   corpus = _small_corpus(tmp_path)
   prefix = tmp_path / "spiece"
@@ -164,6 +200,7 @@ def test_train_sentencepiece_refuses_to_replace_a_model_without_overwrite(tmp_pa
 
 # ---- 6: two train_sentencepiece runs into one prefix; half-written outputs -------------------
 
+@pytest.mark.slow
 def test_second_train_sentencepiece_run_into_a_live_prefix_is_refused(tmp_path):
   """Run 1 (vocabulary 300) is paused while it holds the prefix: run 2 (400) is refused
   naming run 1, and the model is run 1's."""
@@ -220,23 +257,48 @@ def test_a_trainer_that_dies_writing_leaves_no_half_written_model(tmp_path, monk
 
 # ---- 13: an --output_dir that the input glob reads -------------------------------------------
 
-def test_output_dir_read_by_the_input_glob_is_refused_before_any_work(pretraining_records,
-                                                                      spiece_model, tmp_path):
+def _corpus_and_reading_globs(pretraining_records, tmp_path):
+  """(a directory of 2 text files, its listing, (glob, --output_dir) pairs where the glob
+  reads what the tool writes into --output_dir)."""
   _, inputs = pretraining_records
   corpus = tmp_path / "corpus"
   corpus.mkdir()
   for path in inputs[:2]:
     shutil.copy(path, corpus)
-  before = sorted(os.listdir(corpus))
-  for pattern, output_dir in [(f"{corpus}/*", corpus), (f"{tmp_path}/*/*", corpus),
-                              (f"{corpus}/*/*.json", corpus / "records")]:
+  return corpus, sorted(os.listdir(corpus)), [
+      (f"{corpus}/*", corpus), (f"{tmp_path}/*/*", corpus),
+      (f"{corpus}/*/*.json", corpus / "records")]
+
+
+def test_output_dir_read_by_the_input_glob_is_refused_before_any_work(pretraining_records,
+                                                                      spiece_model, tmp_path):
+  """A glob that reads the records' directory is refused by the plan (before any work),
+  naming both flags, and nothing is written; a glob of the text files only may share the
+  directory with the records."""
+  corpus, before, cases = _corpus_and_reading_globs(pretraining_records, tmp_path)
+  for pattern, output_dir in cases:
+    with pytest.raises(ValueError) as refused:
+      pipeline.plan(PRETRAIN_SETTINGS, [pattern], spiece_model, str(output_dir))
+    assert str(refused.value).startswith(
+        f"--input_glob {pattern!r} matches the files this tool writes into --output_dir "
+        f"{output_dir} (e.g. "), str(refused.value)
+    assert sorted(os.listdir(corpus)) == before
+
+  # A glob of the text files only may share the directory with the records, as before.
+  run = pipeline.plan(PRETRAIN_SETTINGS, [f"{corpus}/*.txt"], spiece_model, str(corpus))
+  assert len(run.files) == 2
+
+
+@pytest.mark.slow
+def test_create_pretraining_data_refuses_an_output_dir_its_glob_reads(pretraining_records,
+                                                                      spiece_model, tmp_path):
+  """The command line refuses the same globs with the message, no traceback, and writes
+  nothing."""
+  corpus, before, cases = _corpus_and_reading_globs(pretraining_records, tmp_path)
+  for pattern, output_dir in cases:
     result = _tool("data_prep.create_pretraining_data",
                    *pretrain_data_flags([pattern], spiece_model, output_dir))
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert (f"create_pretraining_data: --input_glob {pattern!r} matches the files this tool "
             f"writes into --output_dir {output_dir} (e.g. ") in result.stderr, result.stderr
     assert sorted(os.listdir(corpus)) == before
-
-  # A glob of the text files only may share the directory with the records, as before.
-  run = pipeline.plan(PRETRAIN_SETTINGS, [f"{corpus}/*.txt"], spiece_model, str(corpus))
-  assert len(run.files) == 2

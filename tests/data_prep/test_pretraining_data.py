@@ -277,6 +277,7 @@ def test_writer_matches_tensorflow_on_edge_values_and_urls(tmp_path):
   assert [r.numpy() for r in tf.data.TFRecordDataset(url)] == [_tf_example(r) for r in rows]
 
 
+@pytest.mark.slow
 def test_preprocessing_local_files_never_imports_tensorflow(pretraining_records,
                                                             spiece_model, tmp_path):
   """The command line with 2 workers runs where `import tensorflow` fails (in its process,

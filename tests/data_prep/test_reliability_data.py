@@ -4,6 +4,9 @@ One test per case of issue 15 that concerns data/preprocessing: two runs into on
 --output_dir (5), shard sizes and checksums, the verify command and locating a bad record
 (7), bad output locations (8), a run that fails for too little text (9), an overlong line
 for SentencePiece (10/11), brackets in an input glob (15).
+
+The checks are made in-process (fast); the tools' command lines (their one-line refusals,
+exit statuses, runs in other processes, kills) are slow.
 """
 
 import dataclasses
@@ -46,6 +49,7 @@ def _shard_bytes(directory):
 
 # ---- 5: two runs into one --output_dir --------------------------------------------------------
 
+@pytest.mark.slow
 def test_second_run_into_a_live_output_dir_is_refused_and_a_killed_run_is_taken_over(
     pretraining_records, spiece_model, tmp_path):
   """Run 1 is paused (SIGSTOP) while it writes its first shard: a second run into the same
@@ -95,8 +99,26 @@ def test_tasks_of_one_run_lock_their_own_name(pretraining_records, spiece_model,
 
 # ---- 7: sizes and checksums, verify, the offset of a bad record ------------------------------
 
+def _damage(manifest):
+  """Truncates shard 1 by 100 bytes and flips a byte of shard 2 at offset 5000; returns
+  (the truncated shard, the flipped one)."""
+  truncated, flipped = manifest["shards"][1], manifest["shards"][2]
+  with open(truncated["path"], "r+b") as f:
+    f.truncate(truncated["size"] - 100)
+  with open(flipped["path"], "r+b") as f:
+    f.seek(5000)
+    byte = f.read(1)
+    f.seek(5000)
+    f.write(bytes([byte[0] ^ 0xFF]))
+  return truncated, flipped
+
+
 def test_shards_record_size_and_checksum_and_bad_shards_are_found(pretraining_records,
                                                                   tmp_path):
+  """The manifest and each shard's stats record its size and CRC-32C; a truncated shard is
+  found at start by its size, with the offset tf.data reports, and a flipped byte by the
+  checksum and the record framing; a manifest written before sizes and checksums loads.
+  (The verify command: the slow test below.)"""
   records_dir, _ = pretraining_records
   out = tmp_path / "records"
   shutil.copytree(records_dir, out)
@@ -109,19 +131,9 @@ def test_shards_record_size_and_checksum_and_bad_shards_are_found(pretraining_re
   pretrain_records.check_shards(manifest, "--train_data x")
   assert pretrain_records.diagnose_shards(manifest) == []
 
-  # The verify command: sound records, in 2 processes, without TensorFlow.
-  blocker = tmp_path / "no_tensorflow" / "tensorflow"
-  blocker.mkdir(parents=True)
-  (blocker / "__init__.py").write_text("raise ImportError('verify imported tensorflow')\n")
-  env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker.parent), ROOT])}
-  verified = _tool("data_prep.verify_records", str(out), "--num_workers=2", env=env)
-  assert verified.returncode == 0, verified.stderr
-  assert "4 shard(s)" in verified.stdout and "all sound" in verified.stdout
-
   # A truncated shard: found at start by its size; the offset is the one tf.data reports.
-  truncated, flipped = manifest["shards"][1], manifest["shards"][2]
-  with open(truncated["path"], "r+b") as f:
-    f.truncate(truncated["size"] - 100)
+  # A flipped byte: the size is right, the checksum and the record framing are not.
+  truncated, flipped = _damage(manifest)
   with pytest.raises(ValueError, match=re.escape(
       f"{truncated['path']}: {truncated['size'] - 100} bytes, the manifest records "
       f"{truncated['size']} (truncated)")):
@@ -130,25 +142,12 @@ def test_shards_record_size_and_checksum_and_bad_shards_are_found(pretraining_re
     for _ in tf.data.TFRecordDataset(truncated["path"]):
       pass
   tf_offset = int(re.search(r"truncated record at (\d+)", error.value.message).group(1))
-  # A flipped byte: the size is right, the checksum and the record framing are not.
-  with open(flipped["path"], "r+b") as f:
-    f.seek(5000)
-    byte = f.read(1)
-    f.seek(5000)
-    f.write(bytes([byte[0] ^ 0xFF]))
   problems = pretrain_records.diagnose_shards(manifest)
   assert [(p, o) for p, _, o in problems] == [(truncated["path"], tf_offset),
                                               (flipped["path"], problems[1][2])]
   assert "truncated record" in problems[0][1]
   assert "CRC-32C" in problems[1][1] and "corrupt record" in problems[1][1]
   assert problems[1][2] < 5000
-
-  verified = _tool("data_prep.verify_records", str(out), "--num_workers=2", env=env)
-  assert verified.returncode == 1
-  bad = [line for line in verified.stdout.splitlines() if line.startswith("BAD ")]
-  assert bad == [f"BAD {path}: {problem} (first bad record at byte {offset})"
-                 for path, problem, offset in problems]
-  assert "2 BAD" in verified.stdout
 
   # A manifest written before sizes and checksums: it loads; framing is still checked.
   for name in glob.glob(str(out / "manifest*.json")):
@@ -160,6 +159,34 @@ def test_shards_record_size_and_checksum_and_bad_shards_are_found(pretraining_re
   pretrain_records.check_shards(old_manifest, "--train_data x")     # existence only
   assert [p for p, _, _ in pretrain_records.diagnose_shards(old_manifest)] == [
       truncated["path"], flipped["path"]]
+
+
+@pytest.mark.slow
+def test_verify_finds_the_bad_shards_without_tensorflow(pretraining_records, tmp_path):
+  """`python -m data_prep.verify_records --num_workers=2`, where TensorFlow cannot be
+  imported: sound records are "all sound" (4 shards); after `_damage`, status 1 and one
+  BAD line per bad shard with the problem and offset `diagnose_shards` gives."""
+  records_dir, _ = pretraining_records
+  out = tmp_path / "records"
+  shutil.copytree(records_dir, out)
+  blocker = tmp_path / "no_tensorflow" / "tensorflow"
+  blocker.mkdir(parents=True)
+  (blocker / "__init__.py").write_text("raise ImportError('verify imported tensorflow')\n")
+  env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker.parent), ROOT])}
+  verified = _tool("data_prep.verify_records", str(out), "--num_workers=2", env=env)
+  assert verified.returncode == 0, verified.stderr
+  assert "4 shard(s)" in verified.stdout and "all sound" in verified.stdout
+
+  manifest = pretrain_records.load_manifest(str(out))
+  _damage(manifest)
+  problems = pretrain_records.diagnose_shards(manifest)
+  assert len(problems) == 2
+  verified = _tool("data_prep.verify_records", str(out), "--num_workers=2", env=env)
+  assert verified.returncode == 1
+  bad = [line for line in verified.stdout.splitlines() if line.startswith("BAD ")]
+  assert bad == [f"BAD {path}: {problem} (first bad record at byte {offset})"
+                 for path, problem, offset in problems]
+  assert "2 BAD" in verified.stdout
 
 
 # ---- 8: bad output locations ------------------------------------------------------------------
@@ -182,22 +209,29 @@ def _unwritable_dir(tmp_path):
   pytest.skip("no unwritable directory for root")
 
 
-def test_bad_output_locations_fail_before_any_work_naming_the_flag(pretraining_records,
-                                                                   spiece_model, tmp_path,
-                                                                   monkeypatch):
-  _, inputs = pretraining_records
+def _bad_output_dirs(tmp_path):
+  """(a file, an unwritable directory, [(--output_dir, the message naming it)] for the
+  file, a path under it and the unwritable directory)."""
   a_file = tmp_path / "a_file"
   a_file.write_text("not a directory")
   unwritable = _unwritable_dir(tmp_path)
-  for output_dir, message in [
+  return a_file, unwritable, [
       (a_file, f"--output_dir: {a_file} is a file"),
       (a_file / "out", f"--output_dir: {a_file}/out lies under {a_file}, which is a file"),
-      (f"{unwritable}/out", f"--output_dir: cannot write to {unwritable}/out")]:
-    result = _tool("data_prep.create_pretraining_data",
-                   *pretrain_data_flags(inputs[:2], spiece_model, output_dir))
-    assert result.returncode != 0
-    assert f"create_pretraining_data: {message}" in result.stderr, result.stderr
-    assert "Traceback" not in result.stderr
+      (f"{unwritable}/out", f"--output_dir: cannot write to {unwritable}/out")]
+
+
+def test_bad_output_locations_fail_before_any_work_naming_the_flag(pretraining_records,
+                                                                   spiece_model, tmp_path,
+                                                                   monkeypatch):
+  """A bad --output_dir is refused by the plan, and a bad --model_prefix by
+  train_sentencepiece before it trains, each naming the flag. (The command lines: the slow
+  test below.)"""
+  _, inputs = pretraining_records
+  a_file, unwritable, cases = _bad_output_dirs(tmp_path)
+  for output_dir, message in cases:
+    with pytest.raises(OSError, match=re.escape(message)):
+      pipeline.plan(PRETRAIN_SETTINGS, inputs[:2], spiece_model, str(output_dir))
 
   # train_sentencepiece checks --model_prefix before it trains (it used to train, then
   # fail to save).
@@ -213,6 +247,21 @@ def test_bad_output_locations_fail_before_any_work_naming_the_flag(pretraining_r
       (f"{tmp_path}/out/", ValueError, "must be a path prefix such as out/spiece")]:
     with pytest.raises(error, match=re.escape(message)):
       train_sentencepiece.train(CORPUS_GLOB, str(prefix), 100)
+
+
+@pytest.mark.slow
+def test_the_tools_name_a_bad_output_location_in_one_line(pretraining_records, spiece_model,
+                                                          tmp_path):
+  """create_pretraining_data's and train_sentencepiece's command lines end non-zero with the
+  message naming the flag, no traceback."""
+  _, inputs = pretraining_records
+  _, unwritable, cases = _bad_output_dirs(tmp_path)
+  for output_dir, message in cases:
+    result = _tool("data_prep.create_pretraining_data",
+                   *pretrain_data_flags(inputs[:2], spiece_model, output_dir))
+    assert result.returncode != 0
+    assert f"create_pretraining_data: {message}" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
   result = _tool("data_prep.train_sentencepiece", f"--input={CORPUS_GLOB}",
                  f"--model_prefix={unwritable}/spiece", "--vocab_size=100")
   assert result.returncode != 0 and "Traceback" not in result.stderr
@@ -271,7 +320,11 @@ def test_every_line_too_long_for_sentencepiece_names_the_line_and_the_flag(tmp_p
       f"{path} (9999 bytes)")):
     train_sentencepiece.train(str(path), str(tmp_path / "m"), 100)
   assert not (tmp_path / "m.model").exists()
-  # Some lines fit: trains, and says which line was skipped.
+
+
+@pytest.mark.slow
+def test_a_line_too_long_for_sentencepiece_is_skipped_and_named(tmp_path):
+  """Some lines fit: the command trains, and says which line was skipped."""
   mixed = tmp_path / "mixed.txt"
   lines = open(sorted(glob.glob(CORPUS_GLOB))[1], encoding="utf-8").read().splitlines()
   mixed.write_text("\n".join(lines[:3] + ["word " * 2000] + lines[3:]) + "\n",
@@ -285,20 +338,35 @@ def test_every_line_too_long_for_sentencepiece_names_the_line_and_the_flag(tmp_p
 
 # ---- 15: brackets in an input glob ------------------------------------------------------------
 
-def test_a_glob_with_brackets_that_matches_nothing_says_brackets_are_glob_syntax(
-    spiece_model, tmp_path):
+def _bracketed_file(tmp_path):
+  """(a text file named part[1].txt, its name escaped for a glob, the hint that says so)."""
   path = tmp_path / "part[1].txt"
   shutil.copy(sorted(glob.glob(CORPUS_GLOB))[1], path)
   escaped = str(tmp_path / "part[[]1].txt")
   hint = (f"'[' and ']' are glob syntax ('[ab]' matches one character a or b), so the file "
           f"{path} exists but matches nothing as written; write '[' as '[[]' ({escaped!r})")
+  return path, escaped, hint
+
+
+def test_a_glob_with_brackets_that_matches_nothing_says_brackets_are_glob_syntax(
+    spiece_model, tmp_path):
+  """The file's own name as a glob is refused with the hint (records and SentencePiece);
+  the suggested spelling matches it; no hint without brackets. (The command line: the
+  slow test below.)"""
+  path, escaped, hint = _bracketed_file(tmp_path)
   with pytest.raises(FileNotFoundError, match=re.escape(hint)):
     pipeline.create(PRETRAIN_SETTINGS, [str(path)], spiece_model, str(tmp_path / "out"))
   with pytest.raises(ValueError, match=re.escape(hint)):
     train_sentencepiece.train(str(path), str(tmp_path / "m"), 100)
-  result = _tool("data_prep.train_sentencepiece", f"--input={path}",
-                 f"--model_prefix={tmp_path / 'm'}")
-  assert result.returncode != 0 and hint in result.stderr
   assert corpus.find_input_files([escaped]) == [str(path)]       # the suggested spelling
   with pytest.raises(FileNotFoundError, match=r"no file matches '.*nothing\*'$"):
     corpus.find_input_files([str(tmp_path / "nothing*")])          # no note without brackets
+
+
+@pytest.mark.slow
+def test_train_sentencepiece_says_brackets_are_glob_syntax(tmp_path):
+  """The command line ends non-zero with the hint."""
+  path, _, hint = _bracketed_file(tmp_path)
+  result = _tool("data_prep.train_sentencepiece", f"--input={path}",
+                 f"--model_prefix={tmp_path / 'm'}")
+  assert result.returncode != 0 and hint in result.stderr

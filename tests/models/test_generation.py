@@ -79,7 +79,13 @@ SCENARIOS = {
 }
 
 
-@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+# Two scenarios in the fast tier (a memory, and a memory cut at reuse_len); the others slow.
+FAST_SCENARIOS = ("mem_len_6", "reuse_len_2_mem_len_6")
+
+
+@pytest.mark.parametrize("scenario", [
+    name if name in FAST_SCENARIOS else pytest.param(name, marks=pytest.mark.slow)
+    for name in sorted(SCENARIOS)])
 def test_greedy_matches_huggingface(scenario, tmp_path):
   """HF's default (`use_mems` unset: its config's use_mems_eval, True) against ours with
   memory (our default), and HF's `use_mems=False` against ours without memory: the same

@@ -1,7 +1,8 @@
 """The model under mixed_bfloat16 and mixed_float16 policies: finite, close to float32.
 
 Tolerances are 8 units of each format's roundoff (bfloat16 2^-8, float16 2^-11) relative
-to max(1, max |float32 output|); measured: bfloat16 ~9e-3, float16 ~1.2e-3 on this model.
+to max(1, max |float32 output|); measured: bfloat16 ~1.1e-2, float16 ~1.1e-3 on this model
+(2 layers; 3 layers gave ~1.1e-2 and ~1.8e-3).
 """
 
 import numpy as np
@@ -19,9 +20,15 @@ TOLERANCE = {"mixed_bfloat16": 8 * 2.0 ** -8, "mixed_float16": 8 * 2.0 ** -11}
 COMPUTE_DTYPE = {"mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}
 
 
-@pytest.mark.parametrize("policy", sorted(TOLERANCE))
+# mixed_bfloat16 (the TPU policy) in the fast tier, mixed_float16 slow.
+@pytest.mark.parametrize("policy", [
+    policy if policy == "mixed_bfloat16" else pytest.param(policy, marks=pytest.mark.slow)
+    for policy in sorted(TOLERANCE)])
 def test_mixed_precision_matches_float32(policy):
-  config = small_config(n_layer=3, d_model=32, d_head=16, d_inner=64, mem_len=4)
+  """Under the policy the variables stay float32, the activations and memories take the
+  compute type, the logits float32; the outputs (with a memory) are finite and within
+  TOLERANCE of float32's; the gradients are finite."""
+  config = small_config(n_layer=2, d_model=32, d_head=16, d_inner=64, mem_len=4)
   reference = build_pretrainer(config)
   inputs = pretraining_inputs(np.random.default_rng(0), 2, 8, 4, 3, padding=2)
   feed = {k: tf.constant(v) for k, v in inputs.items()}

@@ -57,7 +57,8 @@ def test_causal_reading_equals_one_pass_over_the_whole_text():
   np.testing.assert_allclose(read["content"].numpy(), whole.numpy()[:, -6:], atol=TOLERANCE)
 
 
-@pytest.mark.parametrize("mem_len", [5, 10])
+# mem_len 5 (one segment of memory) in the fast tier; 10 (two) slow.
+@pytest.mark.parametrize("mem_len", [5, pytest.param(10, marks=pytest.mark.slow)])
 def test_reading_equals_huggingface_fed_segment_by_segment(mem_len, tmp_path):
   """Bidirectional attention, the layout's segment ids (memory keys count as segment 0),
   3 segments of 5 pieces: every segment's content stream equals HF's XLNetModel fed the

@@ -1,5 +1,9 @@
 """Activation recomputation (`XLNetConfig.recompute`): "layer" gives the losses, gradients
-and dropout masks of "none", and XLA's compiled step keeps less memory live."""
+and dropout masks of "none", and XLA's compiled step keeps less memory live.
+
+Two-layer models. The eager two-stream step, Keras' dropout and the parsers are fast; the
+XLA compiles, the backpropagation through segments, the trainer and the compiled memory
+are slow."""
 
 import json
 
@@ -31,7 +35,7 @@ BATCH, SEQ, PREDICT, MEM = 2, 8, 3, 4
 
 def _models(**overrides):
   """(recompute "none", recompute "layer"): the same weights, dropout on."""
-  config = small_config(n_layer=3, dropout=0.1, dropatt=0.1, mem_len=MEM, **overrides)
+  config = small_config(n_layer=2, dropout=0.1, dropatt=0.1, mem_len=MEM, **overrides)
   plain = build_pretrainer(config)
   recomputing = build_pretrainer(config.replace(recompute="layer"))
   recomputing.set_weights(plain.get_weights())
@@ -107,9 +111,15 @@ def _assert_same(plain_result, recomputed_result, variables, exact=True):
         assert error <= 1e-6, (variable.name, error)
 
 
-@pytest.mark.parametrize("make_step", [_pretraining_step, _bptt_step])
-@pytest.mark.parametrize("jit", [False, True])
+# The two-stream step in a TF graph in the fast tier; under XLA (a compile each) and
+# through the memory slow.
+@pytest.mark.parametrize("make_step", [_pretraining_step,
+                                       pytest.param(_bptt_step, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("jit", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_layer_recomputation_gives_the_same_loss_gradients_and_masks(make_step, jit):
+  """One step with "layer" gives the loss, every gradient and the next dropout mask of
+  "none" (exactly in a graph for one segment; within 1e-6 relative under XLA and through
+  the memory)."""
   plain, recomputing = _models()
   feed = _feed(plain.encoder.config)
   results = [tf.function(make_step(model), jit_compile=jit)(feed)
@@ -121,6 +131,7 @@ def test_layer_recomputation_gives_the_same_loss_gradients_and_masks(make_step, 
                exact=make_step is _pretraining_step and not jit)
 
 
+@pytest.mark.slow
 def test_dropout_is_drawn_not_switched_off():
   """The masks matter (a model without dropout has another loss) and are replayed."""
   plain, recomputing = _models()
@@ -132,6 +143,7 @@ def test_dropout_is_drawn_not_switched_off():
   assert losses[0] == losses[1] != losses[2]
 
 
+@pytest.mark.slow
 def test_reading_a_document_with_backpropagation_through_segments():
   """`read_document`: 4 segments, the first two in a loop without gradient, the last two
   with gradient through the memory; dropout per segment (`folded_seed`). The same
@@ -158,6 +170,7 @@ def test_reading_a_document_with_backpropagation_through_segments():
       assert np.abs(b - a).max() <= 1e-6 * np.abs(a).max(), variable.name
 
 
+@pytest.mark.slow
 def test_the_trainer_trains_alike(pretraining_records):
   """Three steps of the trainer (a MirroredStrategy replica thread, step-keyed dropout,
   memories carried between steps, AdamW): the same loss with "layer", and every weight
@@ -226,6 +239,7 @@ def test_keras_dropout_without_training_seed():
     tf.recompute_grad(replaying(lambda x: dropout(x, training=True)))(tf.ones([4]))
 
 
+@pytest.mark.slow
 def test_the_compiled_step_keeps_less_memory_live():
   """XLA's buffer assignment of the compiled (not run) step of a 4-layer model: with
   "layer" the temporaries' peak and the step's total are lower. XLA's CSE would merge a

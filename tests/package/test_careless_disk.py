@@ -8,7 +8,8 @@ through `xlnet_tf.runs.released.flag_translation.reporting_disk_full`).
 
 The end-to-end cases run each tool against a small tmpfs (1 MiB) mounted for the test;
 they are skipped, saying why, where mounting is not permitted (this needs root). The
-unit tests of the helper inject the errors and run everywhere.
+unit tests of the helper inject the errors and run everywhere. The end-to-end cases (each a
+command line or a training run) are slow.
 """
 
 import errno
@@ -146,6 +147,7 @@ def _run(module, *flags_):
   return done.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_train_sentencepiece_on_a_full_disk(disk):
   _fill(disk, leave=8192)
   prefix = os.path.join(disk, "out", "spiece")
@@ -157,6 +159,7 @@ def test_train_sentencepiece_on_a_full_disk(disk):
               if name.startswith("spiece.")]
 
 
+@pytest.mark.slow
 def test_create_pretraining_data_on_a_full_disk(disk, spiece_model):
   _fill(disk, leave=8192)
   out = os.path.join(disk, "records")

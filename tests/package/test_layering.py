@@ -1,6 +1,9 @@
 """The stack's direction: serving and the model directory import no training or task
 code (a SavedModel export and a model directory are read without the trainer), and every
-contract has one home."""
+contract has one home.
+
+The two checks of what an import loads or defines share one interpreter (`imported`, slow);
+the checks of the source are fast."""
 
 import ast
 import importlib.util
@@ -10,15 +13,9 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _loaded_modules(*modules):
-  code = ("import sys\n" + "".join(f"import {m}\n" for m in modules) +
-          "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('xlnet_tf'))))")
-  done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                        text=True, check=True)
-  return done.stdout.split()
 
 
 def _serving_modules():
@@ -28,10 +25,13 @@ def _serving_modules():
           if name.endswith(".py") and name != "__init__.py"]
 
 
-def test_serving_and_the_model_directory_import_no_training_code():
+@pytest.mark.slow
+def test_serving_and_the_model_directory_import_no_training_code(imported):
+  """Importing every serving module and the model directory loads no module of
+  xlnet_tf.training or xlnet_tf.tasks."""
   modules = _serving_modules()
   assert "xlnet_tf.serving.classifier_export" in modules and len(modules) > 5, modules
-  loaded = _loaded_modules(*modules, "xlnet_tf.model_directory")
+  loaded = imported["serving"]
   assert "xlnet_tf.serving.classifier_export" in loaded and "xlnet_tf.model_directory" in loaded
   above = [m for m in loaded if m.startswith(("xlnet_tf.training", "xlnet_tf.tasks"))]
   assert not above, above
@@ -188,18 +188,30 @@ def test_the_top_imports_the_library_at_module_level():
   assert not inside, inside
 
 
-def test_the_top_and_the_flag_translation_define_no_flags():
-  """Importing them defines no absl flag (two entry points' modules imported into one
-  process, by a test or a library user, cannot clash)."""
-  modules = [m for m, _ in _package_modules() if m.startswith(_TOP)]
+@pytest.fixture(scope="module")
+def imported():
+  """One fresh interpreter imports every serving module and the model directory and lists
+  the xlnet_tf modules then loaded ("serving"), then imports the top's modules and the flag
+  translation and lists the modules defining absl's flags ("definers")."""
+  top = [m for m, _ in _package_modules() if m.startswith(_TOP)]
   if importlib.util.find_spec("torch") is None:          # the [huggingface] extra's modules
-    modules = [m for m in modules if not m.startswith("xlnet_tf.benchmarks.hf_")]
-  modules.append("xlnet_tf.runs.released.flag_translation")
-  code = ("import json\nfrom absl import flags\n" + "".join(f"import {m}\n" for m in modules)
-          + "F = flags.FLAGS\nprint(json.dumps(sorted({F.find_module_defining_flag(n) or '' "
-          "for n in F})))")
+    top = [m for m in top if not m.startswith("xlnet_tf.benchmarks.hf_")]
+  top.append("xlnet_tf.runs.released.flag_translation")
+  code = ("import json, sys\nfrom absl import flags\n"
+          + "".join(f"import {m}\n" for m in [*_serving_modules(), "xlnet_tf.model_directory"])
+          + "serving = sorted(m for m in sys.modules if m.startswith('xlnet_tf'))\n"
+          + "".join(f"import {m}\n" for m in top)
+          + "F = flags.FLAGS\ndefiners = sorted({F.find_module_defining_flag(n) or '' "
+          "for n in F})\nprint(json.dumps({'serving': serving, 'definers': definers}))")
   done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                         text=True, check=True, timeout=600)
-  definers = [m for m in json.loads(done.stdout.strip().splitlines()[-1])
-              if m.startswith(("xlnet_tf", "experiments"))]
+  return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_the_top_and_the_flag_translation_define_no_flags(imported):
+  """Importing them defines no absl flag (two entry points' modules imported into one
+  process, by a test or a library user, cannot clash). (Imported after the serving
+  modules, which define none either.)"""
+  definers = [m for m in imported["definers"] if m.startswith(("xlnet_tf", "experiments"))]
   assert not definers, definers

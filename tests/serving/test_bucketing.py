@@ -9,6 +9,9 @@ Their weights are drawn with stddev 0.5, not 0.02: at 0.02 the attention barely 
 tiny model's outputs, and a padding-dependent bug could hide under the 1e-5 tolerance; at
 0.5 the same texts with less padding change a "first" summary's probabilities by 0.1 or
 more (checked below), so equality is a real test.
+
+The bucket ladder and the layouts are checked fast; the exports and the sweeps over every
+held-out text are slow.
 """
 
 import glob
@@ -157,6 +160,7 @@ def classifier_exports(spiece_model, tmp_path_factory):
   return spec, bucketed, fixed
 
 
+@pytest.mark.slow
 def test_bucketed_classifier_export_equals_the_fixed_length_one_on_every_held_out_review(
     classifier_exports, spiece_model):
   spec, bucketed_dir, fixed_dir = classifier_exports
@@ -192,6 +196,7 @@ def test_bucketed_classifier_export_equals_the_fixed_length_one_on_every_held_ou
   assert text_spec["text_a"].shape.as_list() == [None]
 
 
+@pytest.mark.slow
 def test_serving_ids_still_takes_ids_padded_to_max_seq_length(classifier_exports):
   _, bucketed_dir, fixed_dir = classifier_exports
   for export_dir in (bucketed_dir, fixed_dir):
@@ -210,6 +215,7 @@ def test_serving_ids_still_takes_ids_padded_to_max_seq_length(classifier_exports
           input_mask=tf.constant([[1.0] * 13 + [0.0] * 3]))
 
 
+@pytest.mark.slow
 def test_the_model_card_says_how_the_export_pads(classifier_exports):
   _, bucketed_dir, fixed_dir = classifier_exports
   card = open(os.path.join(bucketed_dir, "README.md"), encoding="utf-8").read()
@@ -220,6 +226,7 @@ def test_the_model_card_says_how_the_export_pads(classifier_exports):
   assert "- **Padding**: on the left, every row to max_seq_length 64 (fixed length)" in card
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("summary_type", ["mean", "attn"])
 def test_the_other_padding_free_summaries_bucket_alike(spiece_model, summary_type):
   spec = ClassifierSpec(task_name="movie_reviews",
@@ -268,6 +275,7 @@ def test_summaries_that_read_padding_stay_fixed_length(spiece_model):
 
 # ---- the tagger --------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_bucketed_tagger_equals_the_fixed_length_one_on_every_held_out_sentence(
     spiece_model, tmp_path):
   sentences = brown.read_brown()
@@ -324,6 +332,7 @@ def test_squad_window_is_the_fixed_window_without_its_right_padding(spiece_model
   assert (ids[np.arange(len(ids)), fixed["cls_index"].numpy()] == tokenization.CLS_ID).all()
 
 
+@pytest.mark.slow
 def test_bucketed_squad_reader_answers_like_the_fixed_length_one(spiece_model):
   examples = [e for path in QA_FILES for e in squad.read_squad(path)[0]]
   questions = [e.question for e in examples] + ["Who?", "Where did the ship sail from?"]

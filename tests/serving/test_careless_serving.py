@@ -45,6 +45,7 @@ from xlnet_tf.models.xlnet_squad import build_squad_model
 from xlnet_tf.models.xlnet_tagger import build_tagger
 from xlnet_tf.serving import classifier_export
 from xlnet_tf.serving import encoder_export
+from xlnet_tf.serving import export_card
 from xlnet_tf.serving import ranker_export
 from xlnet_tf.serving import squad_export
 from xlnet_tf.serving import tagger_export
@@ -109,7 +110,7 @@ def test_load_pretrained_refuses_nan_weights_naming_directory_and_weight(spiece_
 @pytest.fixture(scope="module", name="pretrained_dir")
 def _pretrained_dir(spiece_model, tmp_path_factory):
   directory = os.fspath(tmp_path_factory.mktemp("careless") / "pretrained")
-  save_pretrained(build_pretrainer(_tiny()), directory, spiece_model=spiece_model)
+  save_pretrained(build_pretrainer(_tiny(n_layer=1)), directory, spiece_model=spiece_model)
   return directory
 
 
@@ -143,22 +144,41 @@ def test_generate_serves_a_bi_data_pretrained_model(spiece_model, tmp_path, caps
 
 # ---- 12: a NaN in a HuggingFace safetensors file -------------------------------------------
 
-def test_convert_names_the_safetensors_file_and_tensor_holding_nan(tmp_path):
-  # Before: "<tmp>/.out.partial-<id>: 1 weight(s) hold NaN or infinite values (e.g.
-  # transformer/layer_1/ff/layer_1/kernel:0); nothing was written", naming the temporary
-  # output directory; xlnet-convert printed it as a traceback's last line.
+NAN_TENSOR = "transformer.layer.1.ff.layer_1.weight"
+
+
+def _hf_dir_with_nan(tmp_path):
+  """An HF directory whose NAN_TENSOR holds a NaN; the path of its weights file."""
   source = tmp_path / "hf"
   make_hf_model(small_config(), seed=3).save_pretrained(os.fspath(source))
   weights = os.fspath(source / "model.safetensors")
   tensors = load_file(weights)
-  name = "transformer.layer.1.ff.layer_1.weight"
-  tensors[name][0, 0] = np.nan
+  tensors[NAN_TENSOR][0, 0] = np.nan
   save_file(tensors, weights, metadata={"format": "pt"})
+  return source, weights
+
+
+def test_convert_names_the_safetensors_file_and_tensor_holding_nan(tmp_path):
+  """convert refuses a NaN in an HF weights file naming the file and the tensor, and writes
+  nothing. (The command line's last line: the slow test below.)"""
+  # Before: "<tmp>/.out.partial-<id>: 1 weight(s) hold NaN or infinite values (e.g.
+  # transformer/layer_1/ff/layer_1/kernel:0); nothing was written", naming the temporary
+  # output directory; xlnet-convert printed it as a traceback's last line.
+  source, weights = _hf_dir_with_nan(tmp_path)
+  name = NAN_TENSOR
   with pytest.raises(model_directory.NonFiniteError) as raised:
     convert(os.fspath(source), os.fspath(tmp_path / "out"))
   assert str(raised.value) == (f"{weights}: 1 tensor(s) hold NaN or infinite values (e.g. "
                                f"{name}); nothing was written")
   assert sorted(os.listdir(tmp_path)) == ["hf"]
+
+
+@pytest.mark.slow
+def test_convert_command_names_the_safetensors_file_and_tensor_holding_nan(tmp_path):
+  """`python -m xlnet_tf.convert` ends with status 1 and the same message as its last line;
+  nothing is written."""
+  source, weights = _hf_dir_with_nan(tmp_path)
+  name = NAN_TENSOR
   cli = subprocess.run([sys.executable, "-m", "xlnet_tf.convert", f"--source={source}",
                         f"--output={tmp_path / 'out'}"], capture_output=True, text=True,
                        env=ENV, cwd=ROOT, check=False)
@@ -182,38 +202,57 @@ def _squad_model_dir(directory, spiece_model):
   return model
 
 
+def _stand_in_export(card, export_dir):
+  """A SavedModel standing in for the export whose card is `card`, with what xlnet-classify
+  reads of an export: a serving_default taking the real export's inputs (the card's probe
+  inputs, which the real export's parity check feeds to its serving_default: a list of
+  strings as [batch], one string as a scalar) and returning zeros under the card's output
+  keys, and the real export's export.json (`export_card.write_description`). Returns
+  `export_dir`."""
+  specs = {name: tf.TensorSpec([None] if isinstance(value, list) else [], tf.string,
+                               name=name) for name, value in card.inputs.items()}
+  module = tf.Module()
+  module.serve = tf.function(lambda **inputs: {key: tf.zeros([1]) for key in card.keys})
+  tf.saved_model.save(module, export_dir, signatures={
+      "serving_default": module.serve.get_concrete_function(**specs)})
+  export_card.write_description(export_dir, card)
+  return export_dir
+
+
 @pytest.fixture(scope="module", name="exports")
 def _exports(spiece_model, tmp_path_factory):
-  """{kind: export directory} of a sentence-pair classifier, a pair regression model
-  (STS-B-like), a tagger, a SQuAD model and a ranker
-  (about two minutes on two busy cores: the tests using it are marked slow)."""
+  """{kind: export directory}: the exports of a sentence-pair classifier and a pair
+  regression model (STS-B-like), 1 layer, truncating at max_seq_length 16; stand-ins
+  (`_stand_in_export`) for a tagger's, a SQuAD model's and a ranker's, from their real
+  serving modules' cards (the tests using it are slow)."""
   root = tmp_path_factory.mktemp("exports")
-  pair_dir, tagger_dir, squad_dir = root / "pair_model", root / "tagger_model", root / "squad"
-  regression_dir, ranker_dir = root / "regression_model", root / "ranker_model"
-  model_directory.save(build_classifier(_tiny(), 1), os.fspath(regression_dir),
+  pair_dir, regression_dir = root / "pair_model", root / "regression_model"
+  model_directory.save(build_classifier(_tiny(n_layer=1), 1), os.fspath(regression_dir),
                        ClassifierSpec("sts-b", None, max_seq_length=16,
                                       is_regression=True), spiece_model)
-  model_directory.save(build_classifier(_tiny(), 2), os.fspath(pair_dir),
+  model_directory.save(build_classifier(_tiny(n_layer=1), 2), os.fspath(pair_dir),
                        ClassifierSpec("rte", ("entailment", "not"),
                                       max_seq_length=16), spiece_model)
-  model_directory.save(build_tagger(_tiny(), 2), os.fspath(tagger_dir),
-                       TaggerSpec("tags", ("a", "b"), max_seq_length=16),
-                       spiece_model)
-  squad_model = _squad_model_dir(squad_dir, spiece_model)
+  tagger = tagger_export.TaggerServing(build_tagger(_tiny(n_layer=1), 2),
+                                       TaggerSpec("tags", ("a", "b"), max_seq_length=16),
+                                       spiece_model, bucketed=False)
+  squad_model = build_squad_model(_tiny(n_layer=1), start_n_top=2, end_n_top=2)
+  squad = squad_export.SquadServing(squad_model, spiece_model, max_seq_length=64,
+                                    max_query_length=16, bucketed=False)
   ranker_spec = RankerSpec(max_seq_length=16, mem_len=16)
-  model_directory.save(ranker_spec.build_model(_tiny()), os.fspath(ranker_dir), ranker_spec,
-                       spiece_model)
+  ranker = ranker_export.RankerServing(ranker_spec.build_model(_tiny(n_layer=1)), ranker_spec,
+                                       spiece_model)
   return {
       "pair": classifier_export.export_classifier(os.fspath(pair_dir),
                                                   os.fspath(root / "pair"), pair=True,
-                                                  bucketed=False),
-      "tagger": tagger_export.export_tagger(os.fspath(tagger_dir), os.fspath(root / "tagger"),
-                                            bucketed=False),
+                                                  bucketed=False, whole_text=False),
+      "tagger": _stand_in_export(tagger_export.tagger_card(tagger), os.fspath(root / "tagger")),
       "regression": classifier_export.export_classifier(
-          os.fspath(regression_dir), os.fspath(root / "regression"), pair=True, bucketed=False),
-      "squad": squad_export.export_squad(squad_model, os.fspath(squad_dir),
-                                         os.fspath(root / "squad_export"), bucketed=False),
-      "ranker": ranker_export.export_ranker(os.fspath(ranker_dir), os.fspath(root / "ranker"))}
+          os.fspath(regression_dir), os.fspath(root / "regression"), pair=True, bucketed=False,
+          whole_text=False),
+      "squad": _stand_in_export(squad_export.squad_card(squad),
+                                os.fspath(root / "squad_export")),
+      "ranker": _stand_in_export(ranker_export.ranker_card(ranker), os.fspath(root / "ranker"))}
 
 
 def _classify_error(argv, capsys):

@@ -7,6 +7,7 @@ Tiny random models (2 layers, d_model 16, weights drawn with stddev 0.5 so that 
 moves the outputs: a bug in what the memory carries cannot hide under 1e-5) with the
 tests' 4000-piece SentencePiece model, on bundled text: a State of the Union speech cut to
 a few thousand characters (more than 4 segments of 32 pieces) and held-out movie reviews.
+The layout tests are fast; the tests of the exports (a SavedModel each) are slow.
 """
 
 import math
@@ -227,8 +228,12 @@ def _truncating(model_dir, spiece_model):
   return ClassifierServing(model, spec, spiece_model).signatures()["serving_default"]
 
 
+@pytest.mark.slow
 def test_classifier_export_reads_a_long_text_through_the_memory(classifier_dir, sp,
                                                                 spiece_model, tmp_path):
+  """The whole-text export reads a speech of many segments through the memory as the Python
+  classifier with that memory does (in-process and in a fresh process), the opening reaches
+  the output, and a truncating export reads another text."""
   model_dir, _, whole_dir = classifier_dir
   served = tf.saved_model.load(whole_dir).signatures["serving_default"]
   # The Python classifier with the serving memory (max_seq_length positions: the model
@@ -260,7 +265,10 @@ def test_classifier_export_reads_a_long_text_through_the_memory(classifier_dir, 
   assert np.abs(truncated["probabilities"].numpy()[0] - want[0]).max() > 1e-3
 
 
+@pytest.mark.slow
 def test_texts_that_fit_one_segment_are_served_as_before(classifier_dir, spiece_model, sp):
+  """Texts that fit one segment get the truncating export's outputs; the card says how
+  texts are read."""
   model_dir, _, whole_dir = classifier_dir
   served = tf.saved_model.load(whole_dir).signatures["serving_default"]
   truncating = _truncating(model_dir, spiece_model)
@@ -317,8 +325,11 @@ def python_document_outputs(encoder, sp, texts):
           "token_ids": np.array([row + [0] * (longest - len(row)) for row in ids], np.int32)}
 
 
+@pytest.mark.slow
 def test_serving_document_equals_the_python_encoder_reading_the_document(
     encoder_export_dir, sp):
+  """serving_document's embedding, token embeddings, mask and ids equal the Python encoder
+  reading the document segment by segment; an empty batch works; the card describes it."""
   model_dir, export_dir = encoder_export_dir
   loaded = tf.saved_model.load(export_dir)
   assert sorted(loaded.signatures) == ["serving_default", "serving_document"]
@@ -344,7 +355,10 @@ def test_serving_document_equals_the_python_encoder_reading_the_document(
           f"pieces through a memory of {SEQ} positions") in card
 
 
+@pytest.mark.slow
 def test_the_memory_carries_the_opening_into_the_embedding(encoder_export_dir, sp):
+  """Another first sentence changes the embedding and the last pieces' embeddings of a
+  three-segment text (2 layers: the memory of the last segment carries the first)."""
   _, export_dir = encoder_export_dir
   document = tf.saved_model.load(export_dir).signatures["serving_document"]
   text = _three_segments(sp, _speech())

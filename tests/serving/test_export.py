@@ -1,4 +1,10 @@
-"""SavedModel export: raw text in a fresh process (TensorFlow + tensorflow-text only)."""
+"""SavedModel export: raw text in a fresh process (TensorFlow + tensorflow-text only), the
+ids signature, the model card, the encoder export's text settings, and an export written
+whole or not at all.
+
+The exports of a 1-layer classifier at max_seq_length 16 (and the encoder's) are slow; the
+atomicity of an export (whole or not at all, an export directory never removed) is checked
+fast on the classifier export, truncating at max_seq_length (one bucket: the cheapest)."""
 
 import os
 import re
@@ -22,7 +28,7 @@ from xlnet_tf.models.xlnet_classifier import ClassifierSpec
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SENTIMENT = os.path.join(ROOT, "data_prep", "sample_data", "sentiment",
                          "movieReviewSnippets_GroundTruth.txt")
-SEQ = 32
+SEQ = 16
 
 
 def _sentences(count):
@@ -32,20 +38,31 @@ def _sentences(count):
 
 
 @pytest.fixture(scope="module")
-def exported(spiece_model, tmp_path_factory):
+def classifier_dir(spiece_model, tmp_path_factory):
+  """(model, spec, model directory) of a 1-layer random classifier at max_seq_length SEQ."""
   work = tmp_path_factory.mktemp("export")
   spec = ClassifierSpec(task_name="movie_reviews", labels=("negative", "positive"),
                         max_seq_length=SEQ)
-  model = build_classifier(small_config(n_token=4000), 2, dropout_rate=0.0)
+  model = build_classifier(small_config(n_layer=1, n_token=4000), 2, dropout_rate=0.0)
   model_directory.save(model, str(work / "model"), spec, spiece_model)
+  return model, spec, str(work / "model")
+
+
+@pytest.fixture(scope="module")
+def exported(classifier_dir):
+  """(model, spec, export directory): classifier_dir's export."""
+  model, spec, model_dir = classifier_dir
   # The released behaviour, truncation at max_seq_length (whole texts:
   # tests/serving/test_document_serving.py).
-  export_dir = export_classifier(str(work / "model"), str(work / "saved_model"),
-                                 whole_text=False)
+  export_dir = export_classifier(model_dir, os.path.join(os.path.dirname(model_dir),
+                                                         "saved_model"), whole_text=False)
   return model, spec, export_dir
 
 
+@pytest.mark.slow
 def test_raw_text_gives_the_python_models_probabilities(exported, spiece_model, tmp_path):
+  """Texts served in a fresh process (real sentences, an empty one, other scripts, one far
+  longer than max_seq_length) get the Python model's probabilities and labels."""
   model, spec, export_dir = exported
   texts = _sentences(40) + ["", "Amélie était très drôle — 電影 😀 naïve café", "x " * 50_000]
   served = serve_fresh(export_dir, {"text_a": texts}, tmp_path)  # TensorFlow (+ text) only
@@ -64,7 +81,9 @@ def test_raw_text_gives_the_python_models_probabilities(exported, spiece_model, 
   assert served["label"] == [spec.labels[i] for i in expected.argmax(-1)]
 
 
+@pytest.mark.slow
 def test_ids_signature_and_saved_model_cli(exported, tmp_path):
+  """serving_ids takes ids padded to max_seq_length; saved_model_cli runs the export."""
   _, spec, export_dir = exported
   loaded = tf.saved_model.load(export_dir)
   ids = loaded.signatures["serving_ids"]
@@ -87,6 +106,7 @@ def test_ids_signature_and_saved_model_cli(exported, tmp_path):
   assert "probabilities" in result.stdout and "label" in result.stdout
 
 
+@pytest.mark.slow
 def test_the_export_has_a_model_card_with_labels_and_parity(exported):
   model, spec, export_dir = exported
   card = open(os.path.join(export_dir, "README.md"), encoding="utf-8").read()
@@ -117,13 +137,16 @@ def uncased_pretrained(spiece_model, tmp_path_factory):
   from xlnet_tf import build_pretrainer  # pylint: disable=g-import-not-at-top
   from xlnet_tf import save_pretrained  # pylint: disable=g-import-not-at-top
   directory = os.fspath(tmp_path_factory.mktemp("pretrained") / "model")
-  save_pretrained(build_pretrainer(small_config(n_token=4000)), directory,
+  save_pretrained(build_pretrainer(small_config(n_layer=1, n_token=4000)), directory,
                   spiece_model=spiece_model, text={"uncased": True, "keep_accents": True})
   return directory
 
 
+@pytest.mark.slow
 def test_the_encoder_export_normalises_as_the_model_directory_records(uncased_pretrained,
                                                                       tmp_path):
+  """The encoder export lower-cases and keeps accents as the directory's text.json records,
+  says so on its card, and takes explicit settings over them."""
   from xlnet_tf.serving.encoder_export import export_encoder  # pylint: disable=g-import-not-at-top
   export_dir = export_encoder(uncased_pretrained, os.fspath(tmp_path / "encoder"),
                               max_seq_length=16)
@@ -144,34 +167,36 @@ def _leftovers(tmp_path):
   return sorted(name for name in os.listdir(tmp_path) if "partial" in name)
 
 
-def test_an_export_that_fails_at_its_card_leaves_nothing(uncased_pretrained, tmp_path,
+def test_an_export_that_fails_at_its_card_leaves_nothing(classifier_dir, tmp_path,
                                                          monkeypatch):
-  from xlnet_tf.serving import encoder_export  # pylint: disable=g-import-not-at-top
+  """An export whose parity measure (for its card) fails leaves no directory and no
+  temporary; an empty export directory that was there stays, empty."""
   from xlnet_tf.serving import export_card  # pylint: disable=g-import-not-at-top
+  _, _, model_dir = classifier_dir
 
   def fail(export_dir, card):
     del card
     assert os.path.exists(os.path.join(export_dir, "saved_model.pb"))  # the partial one
     raise RuntimeError("parity probe failed")
   monkeypatch.setattr(export_card, "measure_parity", fail)
-  export_dir = tmp_path / "encoder"
+  export_dir = tmp_path / "classifier"
   with pytest.raises(RuntimeError, match="parity probe failed"):
-    encoder_export.export_encoder(uncased_pretrained, os.fspath(export_dir), max_seq_length=8)
+    export_classifier(model_dir, os.fspath(export_dir), whole_text=False)
   assert not export_dir.exists() and _leftovers(tmp_path) == []
   export_dir.mkdir()                                        # an empty one stays as it was
   with pytest.raises(RuntimeError, match="parity probe failed"):
-    encoder_export.export_encoder(uncased_pretrained, os.fspath(export_dir), max_seq_length=8)
+    export_classifier(model_dir, os.fspath(export_dir), whole_text=False)
   assert export_dir.is_dir() and not os.listdir(export_dir) and _leftovers(tmp_path) == []
 
 
-def test_an_export_dir_filled_meanwhile_is_never_removed(uncased_pretrained, tmp_path,
+def test_an_export_dir_filled_meanwhile_is_never_removed(classifier_dir, tmp_path,
                                                          monkeypatch):
   """The export_dir was empty at the check and gets a file while the export runs: the
   rename refuses (os.rmdir of a non-empty directory), the file stays, no partial is left;
   an export_dir still empty is replaced."""
-  from xlnet_tf.serving import encoder_export  # pylint: disable=g-import-not-at-top
   from xlnet_tf.serving import export_card  # pylint: disable=g-import-not-at-top
-  export_dir = tmp_path / "encoder"
+  _, _, model_dir = classifier_dir
+  export_dir = tmp_path / "classifier"
   export_dir.mkdir()
   measure = export_card.measure_parity
 
@@ -180,11 +205,11 @@ def test_an_export_dir_filled_meanwhile_is_never_removed(uncased_pretrained, tmp
     return measure(directory, card)
   monkeypatch.setattr(export_card, "measure_parity", someone_writes)
   with pytest.raises(FileExistsError, match="not empty"):
-    encoder_export.export_encoder(uncased_pretrained, os.fspath(export_dir), max_seq_length=8)
+    export_classifier(model_dir, os.fspath(export_dir), whole_text=False)
   assert os.listdir(export_dir) == ["theirs.txt"] and _leftovers(tmp_path) == []
   monkeypatch.setattr(export_card, "measure_parity", measure)
   empty = tmp_path / "empty"
   empty.mkdir()
-  encoder_export.export_encoder(uncased_pretrained, os.fspath(empty), max_seq_length=8)
+  export_classifier(model_dir, os.fspath(empty), whole_text=False)
   assert (empty / "saved_model.pb").exists() and (empty / "README.md").exists()
   assert _leftovers(tmp_path) == []

@@ -6,6 +6,7 @@ The graph (`normalize_text_tf`, `XLNetTextEncoder`) is compared with the Python 
 to hit SentencePiece score ties, user-defined symbols and unknown characters, on every single
 code point (normalisation), and the classification layout with a literal Python reference.
 Most tests use the session fixture `spiece_model` (conftest.py, 4000 pieces, Moby-Dick).
+The fresh-process SavedModel test and the uncased sweep of every corpus line are slow.
 """
 
 import glob
@@ -207,7 +208,8 @@ def test_normalize_every_code_point():
 # --- tokenize: agreement with the Python path -------------------------------------------------
 
 
-@pytest.mark.parametrize("lower", [False, True], ids=["cased", "uncased"])
+@pytest.mark.parametrize("lower", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["cased", "uncased"])
 def test_tokenize_agrees_on_every_corpus_line(spiece_model, lower):
   sp = tokenization.load_spiece(spiece_model)
   encoder = XLNetTextEncoder(spiece_model, lower=lower)
@@ -469,8 +471,12 @@ _FRESH_PROCESS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_saved_model_serves_raw_strings_without_this_package(spiece_model, comma_model,
                                                              tmp_path):
+  """A SavedModel of the text encoder (tokenize, the classification layout) serves raw
+  strings in a fresh process that cannot import this package or sentencepiece, with the
+  SentencePiece model file gone: the same ids as in-process and as the Python path."""
   # The comma model: the export must carry the re-split too.
   model_file = str(tmp_path / "spiece.model")
   shutil.copy(comma_model, model_file)

@@ -1,5 +1,6 @@
 """SQuAD serving: in-graph text -> windows -> answers equal the Python path, and the
-SavedModel answers raw questions in a fresh process (TensorFlow + tensorflow-text only)."""
+SavedModel answers raw questions in a fresh process (TensorFlow + tensorflow-text only).
+The export and the uncased alignment sweep are slow."""
 
 import glob
 import json
@@ -45,7 +46,7 @@ def _spans(python_spans):
           for span in python_spans for b, e in [span or (0, 0)]]
 
 
-@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("lower", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_context_pieces_and_raw_spans_equal_the_python_alignment(spiece_model, tmp_path,
                                                                  lower):
   # A vocabulary with "▁2000," and friends exercises the digit-comma re-split.
@@ -115,7 +116,10 @@ def test_graph_and_python_windows_take_their_constants_from_layouts(spiece_model
   assert set(window.segment_ids) == {5, 6, 9, 7} and window.input_ids[-1] == 11
 
 
+@pytest.mark.slow
 def test_exported_model_answers_raw_text_like_the_python_path(spiece_model, tmp_path):
+  """The SQuAD export, asked the sample questions in a fresh process, answers as the Python
+  path (windows -> model -> decode) does: texts, start characters, scores."""
   seq, query, answer_length = 1024, 64, 20
   examples = [e for e in _examples()
               if len(squad_features.squad_windows(
