@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from xlnet_tf.data import classifier_features as features
 from xlnet_tf.data import classifier_tasks as tasks
+from xlnet_tf.data import feature_cache
 from xlnet_tf.data import tokenization
 from xlnet_tf.data.classifier_readers import movie_reviews as movie_reviews_reader
 from xlnet_tf.data.classifier_tasks import InputExample
@@ -624,7 +625,7 @@ def test_cache_is_reused_and_rebuilt_when_settings_change(spiece_model, movie_re
                 input_files=[SENTIMENT_FILE])
   path = features.cached_features(examples, spiece_model, 32, **kwargs)
   assert os.path.basename(path).startswith("movie_reviews-dev-32-")
-  info = features.read_cache_info(path)
+  info = feature_cache.read_cache_info(path)
   assert info["num_examples"] == 41 and info["max_seq_length"] == 32
   assert info["spiece_sha256"] == tokenization.spiece_sha256(spiece_model)
   assert sorted(os.listdir(cache_dir)) == sorted([os.path.basename(path),

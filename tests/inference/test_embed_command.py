@@ -70,6 +70,7 @@ def _command(*args, cwd):
                         text=True, check=False)
 
 
+@pytest.mark.slow
 def test_the_command_embeds_each_line_and_each_file(models, tmp_path):
   model_dir, export_dir = models
   lines = tmp_path / "lines.txt"
@@ -174,6 +175,7 @@ def _bad_inputs(tmp_path, model_dir, export_dir):
   ]
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_one_line_errors_before_the_model(models, tmp_path, monkeypatch):
   model_dir, export_dir = models
   cases = _bad_inputs(tmp_path, model_dir, export_dir)

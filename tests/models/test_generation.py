@@ -366,13 +366,15 @@ def test_cli_normalises_the_prompt_as_the_model_directory_records(
 
 def test_cli_accepts_a_preset_name(model_dir, monkeypatch):
   from xlnet_tf import hub  # pylint: disable=g-import-not-at-top
-  from xlnet_tf import presets  # pylint: disable=g-import-not-at-top
   asked = []
-  monkeypatch.setattr(presets, "preset_names", lambda: ["tiny_generation_preset"])
-  monkeypatch.setattr(hub, "model_dir",
+  monkeypatch.setattr(hub, "preset_names", lambda: ["tiny_generation_preset"])
+  monkeypatch.setattr(hub, "resolve",
                       lambda name, *args, **kwargs: asked.append(name) or model_dir)
   fed = _prompt_fed_by_the_cli(
       monkeypatch, ["--model_dir", "tiny_generation_preset", "--prompt", "the whale"])
   assert asked == ["tiny_generation_preset"] and fed
-  with pytest.raises(SystemExit, match="no preset of that name.*tiny_generation_preset"):
+  with pytest.raises(SystemExit, match="--model_dir: no_such_preset: neither a model "
+                     r"directory \(no such directory\) nor a preset; the known presets are "
+                     r"\['tiny_generation_preset'\]"):
     _cli(["--model_dir", "no_such_preset", "--prompt", "x"])
+  assert asked == ["tiny_generation_preset"]

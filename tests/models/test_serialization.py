@@ -10,7 +10,11 @@ from helpers import small_config
 from xlnet_tf import XLNetEncoder
 from xlnet_tf import XLNetPretrainer
 from xlnet_tf import build_pretrainer
-from xlnet_tf import layers
+from xlnet_tf.layers.feed_forward import PositionwiseFeedForward
+from xlnet_tf.layers.positional_encoding import RelativePositionalEncoding
+from xlnet_tf.layers.relative_attention import RelativeMultiHeadAttention
+from xlnet_tf.layers.tied_lm_head import TiedLMHead
+from xlnet_tf.layers.two_stream_block import TwoStreamBlock
 
 
 def _feed(seed=0, **kwargs):
@@ -31,23 +35,23 @@ def _attention_inputs(rng):
 
 LAYER_CASES = {
     "RelativePositionalEncoding": (
-        lambda: layers.RelativePositionalEncoding(16, attn_type="uni", bi_data=True,
+        lambda: RelativePositionalEncoding(16, attn_type="uni", bi_data=True,
                                                   clamp_len=3),
         lambda layer, rng: layer(6, 9)),
     "RelativeMultiHeadAttention": (
-        lambda: layers.RelativeMultiHeadAttention(2, 8, dropout_rate=0.1,
+        lambda: RelativeMultiHeadAttention(2, 8, dropout_rate=0.1,
                                                   attention_dropout_rate=0.2),
         lambda layer, rng: layer(tf.constant(rng.normal(size=[2, 6, 16]), tf.float32),
                                  **_attention_inputs(rng))[0]),
     "PositionwiseFeedForward": (
-        lambda: layers.PositionwiseFeedForward(32, activation="gelu_exact", dropout_rate=0.1),
+        lambda: PositionwiseFeedForward(32, activation="gelu_exact", dropout_rate=0.1),
         lambda layer, rng: layer(tf.constant(rng.normal(size=[2, 6, 16]), tf.float32))),
     "TwoStreamBlock": (
-        lambda: layers.TwoStreamBlock(2, 8, 32, activation="relu", dropout_rate=0.1),
+        lambda: TwoStreamBlock(2, 8, 32, activation="relu", dropout_rate=0.1),
         lambda layer, rng: layer(tf.constant(rng.normal(size=[2, 6, 16]), tf.float32),
                                  **_attention_inputs(rng))[0]),
     "TiedLMHead": (
-        lambda: layers.TiedLMHead(50),
+        lambda: TiedLMHead(50),
         lambda layer, rng: layer(tf.constant(rng.normal(size=[2, 3, 16]), tf.float32),
                                  tf.constant(rng.normal(size=[50, 16]), tf.float32))),
     "XLNetEncoder": (

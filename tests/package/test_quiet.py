@@ -89,6 +89,7 @@ def pretrained_dir(spiece_model, tmp_path_factory):
 
 # ---- the commands' stderr ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_export_prints_nothing_but_its_result(classifier_dir, tmp_path):
   done = _command(["-m", "experiments.export_saved_model", f"--model_dir={classifier_dir}",
                    f"--export_dir={tmp_path / 'export'}"], tmp_path)
@@ -100,6 +101,7 @@ def test_export_prints_nothing_but_its_result(classifier_dir, tmp_path):
   assert tf.saved_model.contains_saved_model(os.fspath(tmp_path / "export"))
 
 
+@pytest.mark.slow
 def test_verbosity_0_shows_the_info_lines(classifier_dir, tmp_path):
   done = _command(["-m", "experiments.export_saved_model", f"--model_dir={classifier_dir}",
                    f"--export_dir={tmp_path / 'export'}", "--verbosity=0"], tmp_path)
@@ -109,6 +111,7 @@ def test_verbosity_0_shows_the_info_lines(classifier_dir, tmp_path):
   assert any(CXX_INFO.match(line) for line in lines), done.stderr[-3000:]   # TensorFlow's
 
 
+@pytest.mark.slow
 def test_generate_takes_absl_flags_and_prints_only_the_text(pretrained_dir, tmp_path):
   argv = ["--model_dir", pretrained_dir, "--prompt=Call me Ishmael.", "--max_new_tokens=5",
           "--strategy", "sample", "--top_k=40", "--seed=3"]
@@ -124,6 +127,7 @@ def test_generate_takes_absl_flags_and_prints_only_the_text(pretrained_dir, tmp_
   assert "Traceback" not in refused.stderr and not refused.stdout
 
 
+@pytest.mark.slow
 def test_xlnet_convert_starts_quiet_and_shows_its_help(tmp_path):
   # What pip's console script does: import the target's module, then call it.
   script = ("import sys\n"

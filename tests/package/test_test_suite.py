@@ -38,16 +38,13 @@ ALLOWED = {
         "mount(8) and umount(8) of a 1 MiB tmpfs: no command of this project",
     "package/test_presets.py::test_a_second_process_waits_for_the_entry_lock":
         "a lock holder: a Python process holding the preset's entry lock for 3 s",
-    "training/test_reliability_training.py::"
-    "test_a_second_run_into_a_held_model_dir_is_refused_and_a_dead_ones_lock_is_taken":
+    "tasks/test_driver.py::test_the_model_directory_is_locked":
         "a lock holder: a Python process holding a DirectoryLock until it is killed",
     "training/test_reliability_training.py::"
     "test_directory_lock_is_exclusive_reentrant_and_released":
         "a second process trying to take a DirectoryLock (xlnet_tf.paths only)",
     "training/test_host_memory.py::_faults":
         "a process counting its own page faults (numpy and host_memory)",
-    "tasks/test_tasks_long_documents.py::_hold_lock":
-        "sleep(1): a live process of this host recorded as a lock's holder",
 }
 
 

@@ -100,6 +100,7 @@ def test_the_table_covers_every_flag_of_every_released_script():
     assert set(entry.mapped or "") <= set(entry.scripts), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", sorted(set(flag_translation.ENTRY_POINTS.values())))
 def test_every_mapping_names_a_flag_its_entry_point_defines(module):
   """Each released name parses on the entry point that replaces its script, and where the
@@ -146,6 +147,7 @@ def test_a_train_py_command_line_pretrains(pretraining_records, tmp_path):
   assert (tmp_path / "export" / "saved_model.pb").exists()        # a SavedModel (encoder)
 
 
+@pytest.mark.slow
 def test_train_py_flags_that_contradict_the_records_or_are_gone_fail_before_any_work(
     pretraining_records, tmp_path):
   """One process parses each command line and runs pretrain's main."""
@@ -231,6 +233,7 @@ def test_a_run_classifier_py_command_line_fine_tunes_evaluates_and_predicts(spie
   assert (run / "final" / "classifier.json").exists()
 
 
+@pytest.mark.slow
 def test_run_classifier_py_flags_without_an_equivalent_fail_naming_the_replacement(
     spiece_model, tmp_path):
   """One process parses each command line and runs `apply` (what main does first)."""
@@ -356,6 +359,7 @@ def test_a_run_squad_py_command_line_fine_tunes_and_predicts(spiece_model, tmp_p
   assert json.loads((predictions / "eval_results.json").read_text())["total"] == 5
 
 
+@pytest.mark.slow
 def test_run_squad_py_flags_without_an_equivalent_fail_naming_the_replacement(tmp_path):
   common = ["prog", "--do_train", f"--model_dir={tmp_path / 'run'}"]
   cases = {
@@ -421,6 +425,7 @@ def test_a_run_race_py_command_line_fine_tunes_and_evaluates(spiece_model, tmp_p
   assert (run / "final" / "race.json").exists()
 
 
+@pytest.mark.slow
 def test_run_race_py_flags_without_an_equivalent_fail_naming_the_replacement(tmp_path):
   common = ["prog", "--do_train", f"--model_dir={tmp_path / 'run'}"]
   cases = {

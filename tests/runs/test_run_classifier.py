@@ -58,6 +58,7 @@ def test_fine_tune_evaluate_predict_export_and_serve(spiece_model, tmp_path):
   assert len(labels) == 2 and set(labels) <= {"negative", "positive"}
 
 
+@pytest.mark.slow
 def test_bad_flags_and_inputs_fail_clearly(spiece_model, tmp_path):
   result = subprocess.run(
       [sys.executable, "-m", "experiments.run_classifier", "--task_name=sst-2",
