@@ -15,6 +15,11 @@ everything, -1 (WARNING) warnings and errors, -2 (ERROR) errors, -3 (FATAL) fata
 
   import tensorflow as tf  # noqa: E402
 
+`start` also makes TensorFlow's own Keras the one this package uses (TF_USE_LEGACY_KERAS
+"1", tf_keras; a value already in the environment is kept): otherwise `import tensorflow`
+loads Keras 3 (and scikit-learn through it), which no command uses, for ~1.3 s of every
+start.
+
 absl's --help shows the docstring and the flags of `__main__`, which for a console command
 is pip's wrapper script (no docstring, no flags): `run` lends the entry module's docstring
 and flags to it, then runs `main` as `python -m module` would. Flag values are not read
@@ -34,6 +39,7 @@ from absl import logging
 
 LOG_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
 QUIET_LOG_LEVEL = "2"                   # C++ errors only
+KERAS_VARIABLE = "TF_USE_LEGACY_KERAS"  # "1": tf.keras is tf_keras, Keras 3 is not loaded
 
 
 def verbosity(argv: Sequence[str]) -> Optional[int]:
@@ -69,9 +75,10 @@ def _warnings_unless_asked() -> None:
 
 
 def start(argv: Optional[Sequence[str]] = None) -> None:
-  """Sets the log levels for the command line `argv` (default sys.argv; see the module
-  docstring). Call it before TensorFlow is imported: TensorFlow reads its C++ level
-  (TF_CPP_MIN_LOG_LEVEL) once, when it loads."""
+  """Sets the log levels for the command line `argv` (default sys.argv) and tf_keras as
+  TensorFlow's Keras (see the module docstring). Call it before TensorFlow is imported:
+  TensorFlow reads both variables once, when it loads."""
+  os.environ.setdefault(KERAS_VARIABLE, "1")
   level = log_level(sys.argv if argv is None else argv)
   if level is None:
     os.environ.setdefault(LOG_LEVEL_VARIABLE, QUIET_LOG_LEVEL)

@@ -177,6 +177,15 @@ def test_start_sets_the_level_before_tensorflow_would_read_it(monkeypatch):
   assert os.environ[console.LOG_LEVEL_VARIABLE] == "0"              # the flag's
 
 
+def test_start_keeps_keras_3_unloaded_unless_the_environment_says_otherwise(monkeypatch):
+  monkeypatch.delenv(console.KERAS_VARIABLE, raising=False)
+  console.start(["prog"])
+  assert os.environ[console.KERAS_VARIABLE] == "1"
+  monkeypatch.setenv(console.KERAS_VARIABLE, "0")
+  console.start(["prog"])
+  assert os.environ[console.KERAS_VARIABLE] == "0"                  # the environment's
+
+
 def _imports_before_start(path):
   """(the modules `path` imports before `console.start()`, whether it calls it)."""
   with open(os.path.join(ROOT, path), encoding="utf-8") as f:
