@@ -145,6 +145,18 @@ def test_one_step_evaluates_and_exports(uncased_records, one_step):
   assert np.array(served["summary"]).shape == (1, 16)
 
 
+def test_eval_mode_scores_the_last_checkpoint_as_training_did(one_step):
+  """--mode=eval of the trained directory: the held-out loss of the step-2 checkpoint, the
+  one train_and_eval computed, written to eval_results_validation.json (the records name
+  no split)."""
+  params, model_dir, out, _ = one_step
+  results = train_lib.run(params, "eval", model_dir)["eval"]
+  written = json.loads(open(os.path.join(model_dir, "eval_results_validation.json")).read())
+  assert written == results
+  assert (results["step"], results["checkpoint"]) == (2, "ckpt-2")
+  assert results["loss"] == out["train"]["evals"][-1]["loss"]
+
+
 @pytest.mark.slow
 def test_the_export_serves_in_a_fresh_process(one_step, tmp_path):
   """The encoder's outputs in a fresh process with TensorFlow and tensorflow-text only
