@@ -424,11 +424,11 @@ def run_killed_at_step(module: str, args, step: int, cwd,
   return done
 
 
-# ---- ranking: a small collection in the TREC formats, a tiny pretrained model ------------------
+# ---- a tiny pretrained model directory ------------------------------------------------------
 
 def write_pretrained_dir(directory, spiece_model, **config) -> str:
   """A randomly initialised pretrained model directory (1 layer, d_model 16) with
-  `spiece_model`: what the ranking tests rank with."""
+  `spiece_model` (what the ranking tests rank with)."""
   from xlnet_tf import pretrained  # pylint: disable=g-import-not-at-top
   from xlnet_tf.models.xlnet_pretrainer import build_pretrainer  # pylint: disable=g-import-not-at-top
   tf_keras.utils.set_random_seed(config.pop("seed", 0))
@@ -437,33 +437,3 @@ def write_pretrained_dir(directory, spiece_model, **config) -> str:
   pretrained.save_pretrained(build_pretrainer(XLNetConfig(**values)), os.fspath(directory),
                              spiece_model)
   return os.fspath(directory)
-
-
-def write_ranking_sample(root, chapters=range(1, 13)) -> Dict[str, str]:
-  """The bundled Moby-Dick ranking collection cut to `chapters`' queries and passages,
-  written in the TREC formats: topics (`<top> <num> <title>`), documents (`<DOC> <DOCNO>
-  <TEXT>`) and qrels. Returns {"queries", "documents", "qrels"} paths."""
-  from xlnet_tf.data import trec_files  # pylint: disable=g-import-not-at-top
-  bundled = sample_data.path("ranking", "moby_dick")
-  queries = trec_files.read_queries(os.path.join(bundled, "queries.tsv"))
-  documents = trec_files.read_documents(os.path.join(bundled, "documents.jsonl"))
-  qrels = trec_files.read_qrels(os.path.join(bundled, "qrels.txt"))
-  wanted = [str(c) for c in chapters]
-  kept = {docid for qid in wanted for docid in qrels[qid]}
-  root = os.fspath(root)
-  os.makedirs(root, exist_ok=True)
-  paths = {name: os.path.join(root, name) for name in ("topics.txt", "docs.trec", "qrels")}
-  with open(paths["topics.txt"], "w", encoding="utf-8") as f:
-    for qid in wanted:
-      f.write(f"<top>\n<num> Number: {qid}\n<title> {queries[qid]}\n\n<desc> Description:\n"
-              f"The passages of chapter {qid}.\n</top>\n\n")
-  with open(paths["docs.trec"], "w", encoding="utf-8") as f:
-    for docid in sorted(kept):
-      text = documents[docid].replace("&", "&amp;").replace("<", "&lt;")
-      f.write(f"<DOC>\n<DOCNO> {docid} </DOCNO>\n<TEXT>\n{text}\n</TEXT>\n</DOC>\n")
-  with open(paths["qrels"], "w", encoding="utf-8") as f:
-    for qid in wanted:
-      for docid, grade in sorted(qrels[qid].items()):
-        f.write(f"{qid} 0 {docid} {grade}\n")
-  return {"queries": paths["topics.txt"], "documents": paths["docs.trec"],
-          "qrels": paths["qrels"]}

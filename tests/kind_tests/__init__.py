@@ -44,10 +44,16 @@ class KindTest:
   config_override: `config_override(fixtures)` -> what every YAML file of the kind's
     experiment needs besides to build its task (data the YAML names, a stand-in
     checkpoint is the test's); None: the demo run's override.
+  export_card: `export_card(config, spiece_model)` -> the card of the kind's SavedModel
+    export (its serving module's, on a model of `config`): what a stand-in of the export
+    is made from. None for the classifier, whose exports xlnet-classify serves.
+  classify_refusal: what xlnet-classify says of the kind's export (after "error: DIR ").
   """
   example_spec: Any = None
   demo_run: Optional[Callable[[Fixtures], Tuple[str, str]]] = None
   config_override: Optional[Callable[[Fixtures], str]] = None
+  export_card: Optional[Callable[[Any, str], Any]] = None
+  classify_refusal: str = ""
 
 
 def module_path(kind_name: str) -> str:

@@ -3,6 +3,7 @@
 import helpers
 from kind_tests import KindTest
 from xlnet_tf.models.xlnet_multiple_choice import RaceSpec
+from xlnet_tf.serving import race_export
 
 
 def _data(fixtures):
@@ -12,5 +13,16 @@ def _data(fixtures):
   return f"task.data_dir={data_dir}," + fixtures.fine_tuning()
 
 
-RECORD = KindTest(example_spec=RaceSpec(max_seq_length=32, max_qa_length=8),
-                  demo_run=lambda f: ("race_demo.yaml", _data(f)), config_override=_data)
+def _export_card(config, spiece_model):
+  spec = RaceSpec(max_seq_length=32, max_qa_length=8)
+  return race_export.race_card(race_export.RaceServing(
+      spec.build_model(config), spiece_model, spec.max_seq_length, spec.max_qa_length))
+
+
+RECORD = KindTest(
+    example_spec=RaceSpec(max_seq_length=32, max_qa_length=8),
+    demo_run=lambda f: ("race_demo.yaml", _data(f)), config_override=_data,
+    export_card=_export_card,
+    classify_refusal=("is a RACE (multiple choice) export: its serving_default takes "
+                      "article, question and options; call it from Python "
+                      "(docs/serving.md)"))

@@ -10,6 +10,7 @@ import ir_measures
 import pytest
 
 import helpers
+from kind_tests.ranker import write_ranking_sample
 from xlnet_tf.benchmarks import ranking_latency
 from xlnet_tf.data import trec_files
 from xlnet_tf.runs import ranking_folds
@@ -28,7 +29,7 @@ def test_rankers_are_named_or_refused():
 
 
 def test_every_query_is_tested_once_and_scored_by_ir_measures(spiece_model, tmp_path):
-  files = helpers.write_ranking_sample(tmp_path / "collection", chapters=range(1, 9))
+  files = write_ranking_sample(tmp_path / "collection", chapters=range(1, 9))
   model_dir = helpers.write_pretrained_dir(tmp_path / "pretrained", spiece_model)
   data = f"queries={files['queries']},qrels={files['qrels']}"
   override = ",".join(

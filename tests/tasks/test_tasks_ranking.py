@@ -16,6 +16,7 @@ from official.core import exp_factory
 from official.core import task_factory
 
 import helpers
+from kind_tests.ranker import write_ranking_sample
 from xlnet_tf import pretrained
 from xlnet_tf.data import embedding_store
 from xlnet_tf.data import tokenization
@@ -54,7 +55,7 @@ def test_the_encoder_is_frozen_and_the_ranker_serializes():
 def ranking_setup(spiece_model, tmp_path_factory):
   """A tiny pretrained model and the first 12 chapters' queries and passages."""
   root = tmp_path_factory.mktemp("ranking")
-  files = helpers.write_ranking_sample(root / "collection")
+  files = write_ranking_sample(root / "collection")
   model_dir = helpers.write_pretrained_dir(root / "pretrained", spiece_model)
   return files, model_dir, root
 
