@@ -3,9 +3,10 @@ export: each case as a careless user meets it.
 
 5   load_pretrained (and so xlnet-generate) refuses NaN weights, naming the directory and
     the weight, as convert and the exports do.
-12  xlnet-classify names the kind of export it got (tagger, SQuAD, ranker: as the
-    export's export.json says) and what serves it, takes --text_b for pair classifiers,
-    and names a sentence that is not UTF-8;
+12  xlnet-classify names the kind of export it got (every kind but the classifier, each
+    from its test record `kind_tests.<kind>`, as the export's export.json says) and what
+    serves it, takes --text_b for pair classifiers, and names a sentence that is not
+    UTF-8;
     xlnet-generate names a prompt that is not UTF-8; a NaN in a HuggingFace safetensors
     file is named by the file and the tensor.
 13  a finished run_squad --do_export rerun is refused before any work, naming the path and
