@@ -108,6 +108,7 @@ def test_the_command_embeds_each_line_and_each_file(models, tmp_path):
   assert not [p for p in os.listdir(tmp_path) if ".partial" in p]
 
 
+@pytest.mark.slow
 def test_model_dir_and_export_give_the_same_numbers(models):
   model_dir, export_dir = models
   from_dir = embedding.Embedder.from_model_dir(model_dir, max_seq_length=SEQ)

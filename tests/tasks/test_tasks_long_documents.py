@@ -73,6 +73,7 @@ def test_document_settings_are_checked_naming_the_field(spiece_model, tmp_path):
   assert task.spec.mem_len == 0 and not task.reads_documents
 
 
+@pytest.mark.slow
 def test_document_run_resumes_exactly_and_evaluates_every_document(spiece_model, tmp_path):
   """Dropout and attention dropout 0.1, in the segments read with gradient and in those
   read before them without (bucketed batches of documents): a run stopped at step 1 of 2
@@ -131,6 +132,7 @@ def test_document_run_resumes_exactly_and_evaluates_every_document(spiece_model,
   assert evaluated["accuracy"] == results["accuracy"]
 
 
+@pytest.mark.slow
 def test_a_run_directory_written_before_the_document_settings_resumes(spiece_model,
                                                                       tmp_path):
   params = _params(spiece_model, tmp_path, config=DEMO)

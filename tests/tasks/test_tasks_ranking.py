@@ -156,6 +156,7 @@ def test_the_export_serves_in_a_fresh_process(ranking_setup, one_step, tmp_path)
                                                                        tmp_path)))
 
 
+@pytest.mark.slow
 def test_the_embeddings_are_cached_per_model_and_collection(ranking_setup, one_step,
                                                             spiece_model):
   """The stores of the run (its cache, MODEL_DIR/features) are found again, not

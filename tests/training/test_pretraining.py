@@ -87,6 +87,7 @@ def _memory(model_dir, step):
                                 "memories/saved/.ATTRIBUTES/VARIABLE_VALUE")
 
 
+@pytest.mark.slow
 def test_resume_continues_exactly_like_an_uninterrupted_run(pretraining_records, tmp_path):
   """Dropout and attention dropout 0.1, mem_len 48 > reuse_len 32 (16 rows of each memory
   carry over to the next step; 2 layers: the second layer's memory holds hidden states): a
