@@ -71,7 +71,8 @@ _FRESH_END = r"""
 print(json.dumps({"attempted_imports": attempted, "result": result}))
 """
 
-# Calls one signature of a SavedModel; its outputs as lists, strings decoded.
+# Calls signatures of a SavedModel (request "calls": signature -> its inputs); result:
+# signature -> its outputs as lists, strings decoded.
 _SERVE = r"""
 def plain(value):
   if isinstance(value, bytes):
@@ -79,9 +80,11 @@ def plain(value):
   if isinstance(value, list):
     return [plain(v) for v in value]
   return value
-serve = tf.saved_model.load(request["export_dir"]).signatures[request["signature"]]
-out = serve(**{k: tf.constant(v) for k, v in request["inputs"].items()})
-result = {k: plain(v.numpy().tolist()) for k, v in out.items()}
+signatures = tf.saved_model.load(request["export_dir"]).signatures
+result = {}
+for name, inputs in request["calls"].items():
+  out = signatures[name](**{k: tf.constant(v) for k, v in inputs.items()})
+  result[name] = {k: plain(v.numpy().tolist()) for k, v in out.items()}
 """
 
 
@@ -101,12 +104,19 @@ def run_fresh(script: str, request: Any, cwd) -> Any:
   return reply["result"]
 
 
+def serve_fresh_signatures(export_dir, calls: Dict[str, Dict[str, Any]],
+                           cwd) -> Dict[str, Dict[str, Any]]:
+  """The outputs of several signatures of a SavedModel in one fresh process (`run_fresh`):
+  `calls` maps a signature to its inputs (name -> list); the result maps it to its outputs
+  (name -> nested lists, strings decoded)."""
+  return run_fresh(_SERVE, {"export_dir": os.fspath(export_dir), "calls": calls}, cwd)
+
+
 def serve_fresh(export_dir, inputs: Dict[str, Any], cwd,
                 signature: str = "serving_default") -> Dict[str, Any]:
   """The outputs of a SavedModel's `signature` called on `inputs` (name -> list) in a fresh
   process (`run_fresh`): name -> nested lists, strings decoded."""
-  return run_fresh(_SERVE, {"export_dir": os.fspath(export_dir), "signature": signature,
-                            "inputs": inputs}, cwd)
+  return serve_fresh_signatures(export_dir, {signature: inputs}, cwd)[signature]
 
 
 def run_in_process(script: str, request: Any) -> Any:
@@ -122,8 +132,8 @@ def run_in_process(script: str, request: Any) -> Any:
 def serve_in_process(export_dir, inputs: Dict[str, Any],
                      signature: str = "serving_default") -> Dict[str, Any]:
   """`serve_fresh`'s outputs, computed in this process (`run_in_process`)."""
-  return run_in_process(_SERVE, {"export_dir": os.fspath(export_dir), "signature": signature,
-                                 "inputs": inputs})
+  return run_in_process(_SERVE, {"export_dir": os.fspath(export_dir),
+                                 "calls": {signature: inputs}})[signature]
 
 
 def pretraining_inputs(rng, batch, seqlen, num_predict, num_targets, vocab=50,

@@ -23,8 +23,8 @@ import torch
 import transformers
 
 from hf_reference import make_hf_model
-from helpers import run_fresh
 from helpers import serve_fresh
+from helpers import serve_fresh_signatures
 from helpers import small_config
 from released_checkpoint import classification_head_arrays
 from released_checkpoint import original_encoder_arrays
@@ -818,23 +818,6 @@ def _released_ids(sp, text, lower):
   return sp.encode(text.lower() if lower else text)
 
 
-# Both signatures of one SavedModel in one fresh process (`run_fresh`): request "calls" maps a
-# signature to its inputs; the result maps it to its outputs (lists, strings decoded).
-_SERVE_SIGNATURES = r"""
-def plain(value):
-  if isinstance(value, bytes):
-    return value.decode()
-  if isinstance(value, list):
-    return [plain(v) for v in value]
-  return value
-signatures = tf.saved_model.load(request["export_dir"]).signatures
-result = {}
-for name, inputs in request["calls"].items():
-  out = signatures[name](**{k: tf.constant(v) for k, v in inputs.items()})
-  result[name] = {k: plain(v.numpy().tolist()) for k, v in out.items()}
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("lower", [False, True])
 def test_command_line_to_a_served_model(tmp_path, lower):
@@ -907,10 +890,10 @@ def test_command_line_to_a_served_model(tmp_path, lower):
         input_mask=torch.as_tensor(mask)).logits, -1).numpy()
 
   os.makedirs(tmp_path / "fresh_dir")
-  fresh = run_fresh(_SERVE_SIGNATURES, {"export_dir": os.fspath(export), "calls": {
+  fresh = serve_fresh_signatures(export, {
       "serving_default": {"text_a": agree},
       "serving_ids": {"input_ids": ids.tolist(), "segment_ids": segments.tolist(),
-                      "input_mask": mask.tolist()}}}, tmp_path / "fresh_dir")
+                      "input_mask": mask.tolist()}}, tmp_path / "fresh_dir")
   served, served_ids = fresh["serving_default"], fresh["serving_ids"]
   diff = _max_diff(served["probabilities"], hf_probs)
   print(f"  served text vs HF tokenizer + model: max |probability diff| {diff:.2e} on "
