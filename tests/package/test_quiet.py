@@ -3,7 +3,7 @@ retracing warnings and no Keras serialization warnings; --verbosity (absl's flag
 `xlnet_tf.console`) brings the INFO lines back. Evaluations trace their model once;
 xlnet-generate takes absl flags; console.py is a leaf that every entry point starts with.
 
-The commands run in processes of their own, without the TF_CPP_MIN_LOG_LEVEL that
+The commands run in processes of their own (slow), without the TF_CPP_MIN_LOG_LEVEL that
 conftest.py sets for this one.
 """
 
@@ -74,7 +74,8 @@ def classifier_dir(spiece_model, tmp_path_factory):
   directory = os.fspath(tmp_path_factory.mktemp("quiet") / "classifier")
   spec = ClassifierSpec(task_name="movie_reviews",
                         labels=("negative", "positive"), max_seq_length=32)
-  model_directory.save(build_classifier(small_config(n_token=4000), 2, summary_type="last"),
+  model_directory.save(build_classifier(small_config(n_layer=1, n_token=4000), 2,
+                                        summary_type="last"),
                        directory, spec, spiece_model)
   return directory
 
@@ -82,13 +83,15 @@ def classifier_dir(spiece_model, tmp_path_factory):
 @pytest.fixture(scope="module")
 def pretrained_dir(spiece_model, tmp_path_factory):
   directory = os.fspath(tmp_path_factory.mktemp("quiet") / "pretrained")
-  save_pretrained(build_pretrainer(small_config(n_token=4000, d_model=32, d_head=16)),
+  save_pretrained(build_pretrainer(small_config(n_layer=1, n_token=4000, d_model=32,
+                                                d_head=16)),
                   directory, spiece_model=spiece_model)
   return directory
 
 
 # ---- the commands' stderr ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_export_prints_nothing_but_its_result(classifier_dir, tmp_path):
   done = _command(["-m", "experiments.export_saved_model", f"--model_dir={classifier_dir}",
                    f"--export_dir={tmp_path / 'export'}"], tmp_path)
@@ -100,6 +103,7 @@ def test_export_prints_nothing_but_its_result(classifier_dir, tmp_path):
   assert tf.saved_model.contains_saved_model(os.fspath(tmp_path / "export"))
 
 
+@pytest.mark.slow
 def test_verbosity_0_shows_the_info_lines(classifier_dir, tmp_path):
   done = _command(["-m", "experiments.export_saved_model", f"--model_dir={classifier_dir}",
                    f"--export_dir={tmp_path / 'export'}", "--verbosity=0"], tmp_path)
@@ -109,6 +113,7 @@ def test_verbosity_0_shows_the_info_lines(classifier_dir, tmp_path):
   assert any(CXX_INFO.match(line) for line in lines), done.stderr[-3000:]   # TensorFlow's
 
 
+@pytest.mark.slow
 def test_generate_takes_absl_flags_and_prints_only_the_text(pretrained_dir, tmp_path):
   argv = ["--model_dir", pretrained_dir, "--prompt=Call me Ishmael.", "--max_new_tokens=5",
           "--strategy", "sample", "--top_k=40", "--seed=3"]
@@ -124,6 +129,7 @@ def test_generate_takes_absl_flags_and_prints_only_the_text(pretrained_dir, tmp_
   assert "Traceback" not in refused.stderr and not refused.stdout
 
 
+@pytest.mark.slow
 def test_xlnet_convert_starts_quiet_and_shows_its_help(tmp_path):
   # What pip's console script does: import the target's module, then call it.
   script = ("import sys\n"
