@@ -1,4 +1,5 @@
-"""Pictures: the mask matrices are the model's masks; each command writes a PNG."""
+"""Pictures: the mask matrices are the model's masks; each command writes a PNG (slow:
+command lines)."""
 
 import os
 import subprocess
@@ -81,12 +82,14 @@ def test_head_scores_on_textbook_patterns():
   np.testing.assert_allclose(scores["one_side"][0, 1], 0.0, atol=1e-12)  # symmetric
 
 
+@pytest.mark.slow
 def test_masks_command_writes_the_png(tmp_path):
   out = tmp_path / "masks.png"
   _run_plots("masks", "--order=3,2,4,1", f"--out={out}")
   assert helpers.png_size(out) == (800, 420)
 
 
+@pytest.mark.slow
 def test_attention_command_writes_the_grid(spiece_model, tmp_path):
   model = build_pretrainer(small_config(n_token=4000, n_head=2, n_layer=2))
   save_pretrained(model, str(tmp_path / "model"), spiece_model)
@@ -98,6 +101,7 @@ def test_attention_command_writes_the_grid(spiece_model, tmp_path):
     assert f"{pattern}: best head L" in stdout
 
 
+@pytest.mark.slow
 def test_curves_command_reads_event_files(tmp_path):
   writer = tf.summary.create_file_writer(str(tmp_path / "train"))
   with writer.as_default():
@@ -113,6 +117,7 @@ def test_curves_command_reads_event_files(tmp_path):
   assert helpers.png_size(out) == (1200, 320)
 
 
+@pytest.mark.slow
 def test_plot_errors_name_the_flag(tmp_path):
   result = subprocess.run([sys.executable, "-m", "experiments.plots", "curves",
                            f"--event_dir={tmp_path}", f"--out={tmp_path / 'x.png'}"],
