@@ -3,7 +3,9 @@
 The expected vectors come from the encoder export's serving_document called here on one
 text at a time (cls: its `embedding`; mean: the average of its `token_embeddings` under
 `token_mask`), independent of the command's batching and ordering. Tiny random pretrained
-model (2 layers, d_model 16) with the tests' SentencePiece model.
+model (2 layers, d_model 16) with the tests' SentencePiece model. The command line and the
+encoder export are slow; the bad inputs are checked in this process (fast), before any model
+is loaded, against the pretrained directory and a SavedModel of another kind.
 """
 
 import os
@@ -32,21 +34,27 @@ def _speech(chars):
   return text[:text.rindex(" ", 0, chars)]
 
 
-LINES = ["A gripping, beautifully acted film.", _speech(1500).replace("\n", " "),
+LINES = ["A gripping, beautifully acted film.", _speech(400).replace("\n", " "),
          "Dull and far too long.", "Amélie était très drôle — naïve café, 電影 😀"]
 
 
 @pytest.fixture(scope="module")
-def models(spiece_model, tmp_path_factory):
-  """(pretrained model directory, its encoder export)."""
-  work = tmp_path_factory.mktemp("embed")
+def model_dir(spiece_model, tmp_path_factory):
+  """The pretrained model directory."""
   tf.keras.utils.set_random_seed(9)
-  model_dir = os.fspath(work / "pretrained")
+  directory = os.fspath(tmp_path_factory.mktemp("embed") / "pretrained")
   pretrained.save_pretrained(build_pretrainer(small_config(n_token=4000,
                                                            initializer_range=0.5)),
-                             model_dir, spiece_model=spiece_model)
-  export = encoder_export.export_encoder(model_dir, os.fspath(work / "export"),
-                                         max_seq_length=SEQ)
+                             directory, spiece_model=spiece_model)
+  return directory
+
+
+@pytest.fixture(scope="module")
+def models(model_dir, tmp_path_factory):
+  """(pretrained model directory, its encoder export)."""
+  export = encoder_export.export_encoder(
+      model_dir, os.fspath(tmp_path_factory.mktemp("embed_export") / "export"),
+      max_seq_length=SEQ)
   return model_dir, export
 
 
@@ -76,7 +84,7 @@ def test_the_command_embeds_each_line_and_each_file(models, tmp_path):
   lines = tmp_path / "lines.txt"
   lines.write_text("\n".join(LINES) + "\n", encoding="utf-8")
   speech = tmp_path / "speech.txt"
-  speech.write_text(_speech(2500), encoding="utf-8")
+  speech.write_text(_speech(700), encoding="utf-8")
 
   # Line mode, cls pooling, the export; the default output name INPUT.npy.
   run = _command(f"--saved_model={export_dir}", f"--input={lines}", "--batch_size=2",
@@ -93,7 +101,7 @@ def test_the_command_embeds_each_line_and_each_file(models, tmp_path):
                  f"--input={lines}", "--unit=file", "--pooling=mean", "--per_token",
                  f"--output={out}", cwd=tmp_path)
   assert run.returncode == 0, run.stderr[-3000:]
-  texts = [_speech(2500), "\n".join(LINES)]
+  texts = [_speech(700), "\n".join(LINES)]
   want, tokens, ids = _expected(export_dir, texts, "mean")
   with np.load(out) as got:
     assert sorted(got.files) == ["embeddings", "offsets", "token_embeddings", "token_ids"]
@@ -106,6 +114,18 @@ def test_the_command_embeds_each_line_and_each_file(models, tmp_path):
       np.testing.assert_allclose(got["token_embeddings"][offsets[i]:offsets[i + 1]],
                                  tokens[i], atol=TOLERANCE, rtol=0)
   assert not [p for p in os.listdir(tmp_path) if ".partial" in p]
+
+  # A bad input: one line on stderr, exit status 1, nothing written.
+  bad = tmp_path / "bad"
+  os.makedirs(bad)
+  args, message = _bad_inputs(bad, model_dir, export_dir)[1]
+  before = sorted(os.listdir(bad))
+  run = _command(*args, cwd=bad)
+  # (The last line: TensorFlow's C++ start-up may log a line of its own, e.g. a machine
+  # without a GPU driver's cuInit error.)
+  assert run.returncode == 1 and run.stderr.strip().splitlines()[-1] == (
+      f"xlnet-embed: {message}")
+  assert sorted(os.listdir(bad)) == before
 
 
 @pytest.mark.slow
@@ -176,10 +196,18 @@ def _bad_inputs(tmp_path, model_dir, export_dir):
   ]
 
 
-@pytest.mark.slow
-def test_bad_inputs_are_one_line_errors_before_the_model(models, tmp_path, monkeypatch):
-  model_dir, export_dir = models
-  cases = _bad_inputs(tmp_path, model_dir, export_dir)
+def test_bad_inputs_are_one_line_errors_before_the_model(model_dir, tmp_path, monkeypatch):
+  # A SavedModel without serving_document: an export of another kind.
+  no_document = tmp_path / "no_document"
+
+  class Other(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def serve(self, text):
+      return {"length": tf.strings.length(text)}
+  module = Other()
+  tf.saved_model.save(module, os.fspath(no_document),
+                      signatures={"serving_default": module.serve})
+  cases = _bad_inputs(tmp_path, model_dir, no_document)
   before = sorted(os.listdir(tmp_path))
   # Each case through the command's checks in this process, with the model loaders
   # replaced by a failure: nothing may be loaded before the error.
@@ -200,27 +228,8 @@ def test_bad_inputs_are_one_line_errors_before_the_model(models, tmp_path, monke
   assert sorted(os.listdir(tmp_path)) == before                        # nothing written
   assert open(tmp_path / "exists.npy", "rb").read() == b"keep"
 
-  # A SavedModel without serving_document: an export of another kind.
-  no_document = tmp_path / "no_document"
-
-  class Other(tf.Module):
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def serve(self, text):
-      return {"length": tf.strings.length(text)}
-  module = Other()
-  tf.saved_model.save(module, os.fspath(no_document),
-                      signatures={"serving_default": module.serve})
   with pytest.raises(embedding.EmbedInputError) as raised:
     embedding.check_saved_model(os.fspath(no_document))
   assert str(raised.value) == (f"--saved_model {no_document}: no signature serving_document "
                                f"(it has serving_default); expected an encoder export of "
                                f"this version")
-
-  # The command itself: one line on stderr, exit status 1, nothing written.
-  args, message = cases[1]
-  run = _command(*args, cwd=tmp_path)
-  # (The last line: TensorFlow's C++ start-up may log a line of its own, e.g. a machine
-  # without a GPU driver's cuInit error.)
-  assert run.returncode == 1 and run.stderr.strip().splitlines()[-1] == (
-      f"xlnet-embed: {message}")
-  assert sorted(os.listdir(tmp_path)) == sorted(before + ["no_document"])

@@ -248,7 +248,7 @@ def test_relative_links_resolve():
 # Tiny stand-ins: the page names a released model or a dataset; the test puts a small model
 # or a few real sentences of the bundled data at that path.
 
-TINY = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, ff_activation="gelu",
+TINY = dict(n_layer=1, d_model=32, n_head=2, d_head=16, d_inner=64, ff_activation="gelu",
             untie_r=True)
 
 
@@ -270,7 +270,7 @@ def _records(work):
   from data_prep import pipeline  # pylint: disable=g-import-not-at-top
   from data_prep import train_sentencepiece  # pylint: disable=g-import-not-at-top
   from data_prep.pretraining_rows import RowSettings  # pylint: disable=g-import-not-at-top
-  _corpus(work)
+  _corpus(work, chapters=8)
   inputs = sorted(glob.glob(os.path.join(work, "corpus", "*.txt")))
   spiece = train_sentencepiece.train(",".join(inputs), os.path.join(work, "spiece"),
                                      vocab_size=1000, input_sentence_size=0, num_threads=2)

@@ -3,7 +3,7 @@ retracing warnings and no Keras serialization warnings; --verbosity (absl's flag
 `xlnet_tf.console`) brings the INFO lines back. Evaluations trace their model once;
 xlnet-generate takes absl flags; console.py is a leaf that every entry point starts with.
 
-The commands run in processes of their own, without the TF_CPP_MIN_LOG_LEVEL that
+The commands run in processes of their own (slow), without the TF_CPP_MIN_LOG_LEVEL that
 conftest.py sets for this one.
 """
 
@@ -74,7 +74,8 @@ def classifier_dir(spiece_model, tmp_path_factory):
   directory = os.fspath(tmp_path_factory.mktemp("quiet") / "classifier")
   spec = ClassifierSpec(task_name="movie_reviews",
                         labels=("negative", "positive"), max_seq_length=32)
-  model_directory.save(build_classifier(small_config(n_token=4000), 2, summary_type="last"),
+  model_directory.save(build_classifier(small_config(n_layer=1, n_token=4000), 2,
+                                        summary_type="last"),
                        directory, spec, spiece_model)
   return directory
 
@@ -82,7 +83,8 @@ def classifier_dir(spiece_model, tmp_path_factory):
 @pytest.fixture(scope="module")
 def pretrained_dir(spiece_model, tmp_path_factory):
   directory = os.fspath(tmp_path_factory.mktemp("quiet") / "pretrained")
-  save_pretrained(build_pretrainer(small_config(n_token=4000, d_model=32, d_head=16)),
+  save_pretrained(build_pretrainer(small_config(n_layer=1, n_token=4000, d_model=32,
+                                                d_head=16)),
                   directory, spiece_model=spiece_model)
   return directory
 

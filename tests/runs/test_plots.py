@@ -1,4 +1,5 @@
-"""Pictures: the mask matrices are the model's masks; each command writes a PNG."""
+"""Pictures: the mask matrices are the model's masks; each command writes a PNG (slow:
+command lines)."""
 
 import os
 import subprocess

@@ -28,6 +28,7 @@ def test_rankers_are_named_or_refused():
     ranking_folds.embedding_layer("knrm")
 
 
+@pytest.mark.slow
 def test_every_query_is_tested_once_and_scored_by_ir_measures(spiece_model, tmp_path):
   files = write_ranking_sample(tmp_path / "collection", chapters=range(1, 9))
   model_dir = helpers.write_pretrained_dir(tmp_path / "pretrained", spiece_model)

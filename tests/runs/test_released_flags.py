@@ -90,6 +90,124 @@ def _released_records_flags():
           f"--train_batch_size={rows.bsz_per_host}"]
 
 
+# ---- one process per entry point: the flags it defines, and its refusals ------------------
+
+# Run in the probe after `import MODULE`: the flags defined and by which module.
+_DEFINED = """
+import json
+from absl import app, flags
+import {module}
+from experiments import released_flags
+FLAGS, out = flags.FLAGS, {{}}
+defined = {{n: FLAGS.find_module_defining_flag(n) for n in FLAGS}}
+"""
+
+# Each command line of CASES (name -> argv) after COMMON: train.py's through pretrain's main
+# ("ran" or the exit line) ...
+_MAIN_CASES = """
+for case, argv in CASES.items():
+  FLAGS.unparse_flags()
+  FLAGS(COMMON + argv)
+  try:
+    {module}.main(["prog"])
+    out[case] = "ran"
+  except (SystemExit, app.UsageError) as e:
+    out[case] = str(e)
+"""
+# ... the fine-tuning scripts' through `apply` (what main does first): the flags of REPORT
+# or the exit line.
+_APPLY_CASES = """
+for case, argv in CASES.items():
+  FLAGS.unparse_flags()
+  FLAGS(COMMON + argv)
+  try:
+    released_flags.apply(TOOL)
+    out[case] = {{k: FLAGS[k].value for k in REPORT}}
+  except SystemExit as e:
+    out[case] = str(e)
+"""
+
+
+def _probe(module, cases_code, **values):
+  """{"defined": {flag: its module}, "cases": {case: outcome}} of one process importing
+  `module` (values: CASES, COMMON and what cases_code reads, as Python literals)."""
+  code = (_DEFINED.format(module=module)
+          + "".join(f"{name} = {value!r}\n" for name, value in values.items())
+          + cases_code.format(module=module)
+          + 'print(json.dumps({"defined": defined, "cases": out}))\n')
+  return _python(code)
+
+
+@pytest.fixture(scope="module")
+def probes(pretraining_records, tmp_path_factory):
+  """{entry point module: its probe's answers, "work": the directory of their paths}."""
+  work = tmp_path_factory.mktemp("released_flags")
+  records, _ = pretraining_records
+  old = work / "tfrecords"                       # the original's records: no manifest.json
+  old.mkdir()
+  (old / "record_info-train-0-0.bsz-8.seqlen-64.json").write_text("{}")
+  released = work / "xlnet_cased_L-12_H-768_A-12"          # a released model directory
+  released.mkdir()
+  (released / "xlnet_model.ckpt.index").write_text("")
+  answers = {"work": work}
+  answers["experiments.pretrain"] = _probe(
+      "experiments.pretrain", _MAIN_CASES,
+      COMMON=["prog", f"--record_info_dir={records}", f"--model_dir={work / 'pretrain_run'}"],
+      CASES={
+          "master": ["--master=grpc://10.0.0.1:8470"],
+          "cos": ["--decay_method=cos"],
+          "bfloat16": ["--use_bfloat16", "--precision=mixed_float16"],
+          "cores": ["--num_core_per_host=8"],
+          "alpha": ["--mask_alpha=4"],
+          "hosts": ["--num_hosts=2"],
+          "old_records": [f"--record_info_dir={old}"],
+      })
+  answers["experiments.run_classifier"] = _probe(
+      "experiments.run_classifier", _APPLY_CASES, TOOL="run_classifier",
+      REPORT=("max_checkpoints", "precision", "iterations", "predict_dir"),
+      COMMON=["prog", "--do_train", "--task_name=movie_reviews",
+              f"--output_dir={work / 'out'}", f"--model_dir={work / 'run'}"],
+      CASES={
+          "eval_all_ckpt": ["--eval_all_ckpt=True"],
+          "cores": ["--num_core_per_host=4"],
+          "hosts": ["--num_hosts=2"],
+          "tpu_job": ["--tpu_job_name=worker"],
+          "released_ckpt": [f"--init_checkpoint={released / 'xlnet_model.ckpt'}"],
+          "harmless": ["--use_tpu=False", "--num_core_per_host=1", "--eval_all_ckpt=False",
+                       "--predict_threshold=0", "--overwrite_data", "--predict_dir=p",
+                       "--max_save=5", "--use_bfloat16", "--iterations=7"],
+      })
+  answers["experiments.run_squad"] = _probe(
+      "experiments.run_squad", _APPLY_CASES, TOOL="run_squad",
+      REPORT=("max_checkpoints", "precision", "iterations", "shuffle_buffer_size",
+              "predict_dir", "output_dir", "tpu"),
+      COMMON=["prog", "--do_train", f"--model_dir={work / 'run'}"],
+      CASES={
+          "do_prepro": ["--do_prepro=True"],
+          "proc": ["--num_proc=4"],
+          "init_global_vars": ["--init_global_vars=True"],
+          "target": ["--target_eval_key=best_exact"],
+          "max_save": ["--max_save=2", "--max_checkpoints=3"],
+          "cores": ["--num_core_per_host=8"],
+          "harmless": ["--use_tpu=False", "--do_prepro=False", "--num_proc=1",
+                       "--max_save=0", "--use_bfloat16", "--iterations=7",
+                       "--shuffle_buffer=2048", "--predict_dir=p", "--tpu_address=grpc://t"],
+      })
+  answers["experiments.run_race"] = _probe(
+      "experiments.run_race", _APPLY_CASES, TOOL="run_race",
+      REPORT=("levels", "max_checkpoints", "shuffle_buffer_size", "precision"),
+      COMMON=["prog", "--do_train", f"--model_dir={work / 'run'}"],
+      CASES={
+          "both_levels": ["--high_only", "--middle_only"],
+          "levels": ["--high_only", "--levels=middle"],
+          "master": ["--master=grpc://10.0.0.1:8470"],
+          "clamp": ["--clamp_len=512"],
+          "high": ["--high_only", "--middle_only=False", "--max_save=4",
+                   "--shuffle_buffer=64"],
+      })
+  return answers
+
+
 # ---- the table -------------------------------------------------------------------------
 
 def test_the_table_covers_every_flag_of_every_released_script():
@@ -102,12 +220,10 @@ def test_the_table_covers_every_flag_of_every_released_script():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("module", sorted(set(flag_translation.ENTRY_POINTS.values())))
-def test_every_mapping_names_a_flag_its_entry_point_defines(module):
+def test_every_mapping_names_a_flag_its_entry_point_defines(module, probes):
   """Each released name parses on the entry point that replaces its script, and where the
   table maps it to one of our flags, the entry point (not released_flags) defines that flag."""
-  defined = _python(
-      f"import json\nfrom absl import flags\nimport {module}\nF = flags.FLAGS\n"
-      f"print(json.dumps({{n: F.find_module_defining_flag(n) for n in F}}))")
+  defined = probes[module]["defined"]
   assert any(m == "experiments.released_flags" for m in defined.values()), (
       f"{module} does not call released_flags.define")
   for script in (s for s, m in flag_translation.ENTRY_POINTS.items() if m == module):
@@ -148,39 +264,9 @@ def test_a_train_py_command_line_pretrains(pretraining_records, tmp_path):
 
 
 @pytest.mark.slow
-def test_train_py_flags_that_contradict_the_records_or_are_gone_fail_before_any_work(
-    pretraining_records, tmp_path):
-  """One process parses each command line and runs pretrain's main."""
-  records, _ = pretraining_records
-  run = tmp_path / "run"
-  old = tmp_path / "tfrecords"                   # the original's records: no manifest.json
-  old.mkdir()
-  (old / "record_info-train-0-0.bsz-8.seqlen-64.json").write_text("{}")
-  cases = {
-      "master": ["--master=grpc://10.0.0.1:8470"],
-      "cos": ["--decay_method=cos"],
-      "bfloat16": ["--use_bfloat16", "--precision=mixed_float16"],
-      "cores": ["--num_core_per_host=8"],
-      "alpha": ["--mask_alpha=4"],
-      "hosts": ["--num_hosts=2"],
-      "old_records": [f"--record_info_dir={old}"],
-  }
-  code = f"""
-import json
-from absl import app, flags
-import experiments.pretrain as pretrain
-FLAGS, out = flags.FLAGS, {{}}
-for case, argv in {cases!r}.items():
-  FLAGS.unparse_flags()
-  FLAGS(["prog", "--record_info_dir={records}", "--model_dir={run}"] + argv)
-  try:
-    pretrain.main(["prog"])
-    out[case] = "ran"
-  except (SystemExit, app.UsageError) as e:
-    out[case] = str(e)
-print(json.dumps(out))
-"""
-  out = _python(code)
+def test_train_py_flags_that_contradict_the_records_or_are_gone_fail_before_any_work(probes):
+  """The probe parses each command line and runs pretrain's main."""
+  out = probes["experiments.pretrain"]["cases"]
   assert out["master"] == ("pretrain: --master=grpc://10.0.0.1:8470 (zihangdai/xlnet) is "
                            "not taken here: the TF1 session master is gone: the strategy "
                            "connects itself (--tpu=NAME; TF_CONFIG with "
@@ -193,7 +279,7 @@ print(json.dumps(out))
   assert out["alpha"].startswith("--mask_alpha=4 contradicts the records")
   assert out["hosts"].startswith("--num_hosts=2 contradicts the strategy, which has 1")
   assert "holds the original's records (record_info-*.json)" in out["old_records"]
-  assert not run.exists()                                       # nothing ran
+  assert not (probes["work"] / "pretrain_run").exists()         # nothing ran
 
 
 # ---- run_classifier.py ------------------------------------------------------------------
@@ -234,42 +320,9 @@ def test_a_run_classifier_py_command_line_fine_tunes_evaluates_and_predicts(spie
 
 
 @pytest.mark.slow
-def test_run_classifier_py_flags_without_an_equivalent_fail_naming_the_replacement(
-    spiece_model, tmp_path):
-  """One process parses each command line and runs `apply` (what main does first)."""
-  common = ["prog", "--do_train", "--task_name=movie_reviews",
-            f"--output_dir={tmp_path / 'out'}", f"--model_dir={tmp_path / 'run'}"]
-  released = tmp_path / "xlnet_cased_L-12_H-768_A-12"     # a released model directory
-  released.mkdir()
-  (released / "xlnet_model.ckpt.index").write_text("")
-  cases = {
-      "eval_all_ckpt": ["--eval_all_ckpt=True"],
-      "cores": ["--num_core_per_host=4"],
-      "hosts": ["--num_hosts=2"],
-      "tpu_job": ["--tpu_job_name=worker"],
-      "released_ckpt": [f"--init_checkpoint={released / 'xlnet_model.ckpt'}"],
-      "harmless": ["--use_tpu=False", "--num_core_per_host=1", "--eval_all_ckpt=False",
-                   "--predict_threshold=0", "--overwrite_data", "--predict_dir=p",
-                   "--max_save=5", "--use_bfloat16", "--iterations=7"],
-  }
-  code = f"""
-import json
-from absl import flags
-import experiments.run_classifier
-from experiments import released_flags
-FLAGS, out = flags.FLAGS, {{}}
-for case, argv in {cases!r}.items():
-  FLAGS.unparse_flags()
-  FLAGS({common!r} + argv)
-  try:
-    released_flags.apply("run_classifier")
-    out[case] = {{k: FLAGS[k].value for k in ("max_checkpoints", "precision", "iterations",
-                                            "predict_dir")}}
-  except SystemExit as e:
-    out[case] = str(e)
-print(json.dumps(out))
-"""
-  out = _python(code)
+def test_run_classifier_py_flags_without_an_equivalent_fail_naming_the_replacement(probes):
+  """The probe parses each command line and runs `apply` (what main does first)."""
+  out = probes["experiments.run_classifier"]["cases"]
   assert out["eval_all_ckpt"] == (
       "run_classifier: --eval_all_ckpt=True (zihangdai/xlnet) is not taken here: --do_eval "
       "evaluates the newest checkpoint; python -m experiments.train --mode=train_and_eval "
@@ -282,27 +335,6 @@ print(json.dumps(out))
   assert "python -m xlnet_tf.convert --source" in out["released_ckpt"]
   assert out["harmless"] == {"max_checkpoints": 5, "precision": "bfloat16",
                              "iterations": 7, "predict_dir": "p"}
-
-
-def _apply_cases(module, tool, common, cases):
-  """One process parses each command line of `cases` (name -> argv) after `common` and
-  runs `apply` (what main does first): name -> the flags `report`s or the exit line."""
-  return f"""
-import json
-from absl import flags
-import experiments.{module}
-from experiments import released_flags
-FLAGS, out = flags.FLAGS, {{}}
-for case, argv in {cases!r}.items():
-  FLAGS.unparse_flags()
-  FLAGS({common!r} + argv)
-  try:
-    released_flags.apply({tool!r})
-    out[case] = {{k: FLAGS[k].value for k in REPORT}}
-  except SystemExit as e:
-    out[case] = str(e)
-print(json.dumps(out))
-"""
 
 
 def _pretrained_1_layer(spiece_model, directory):
@@ -360,22 +392,8 @@ def test_a_run_squad_py_command_line_fine_tunes_and_predicts(spiece_model, tmp_p
 
 
 @pytest.mark.slow
-def test_run_squad_py_flags_without_an_equivalent_fail_naming_the_replacement(tmp_path):
-  common = ["prog", "--do_train", f"--model_dir={tmp_path / 'run'}"]
-  cases = {
-      "do_prepro": ["--do_prepro=True"],
-      "proc": ["--num_proc=4"],
-      "init_global_vars": ["--init_global_vars=True"],
-      "target": ["--target_eval_key=best_exact"],
-      "max_save": ["--max_save=2", "--max_checkpoints=3"],
-      "cores": ["--num_core_per_host=8"],
-      "harmless": ["--use_tpu=False", "--do_prepro=False", "--num_proc=1",
-                   "--max_save=0", "--use_bfloat16", "--iterations=7",
-                   "--shuffle_buffer=2048", "--predict_dir=p", "--tpu_address=grpc://t"],
-  }
-  out = _python("REPORT = ('max_checkpoints', 'precision', 'iterations', "
-                "'shuffle_buffer_size', 'predict_dir', 'output_dir', 'tpu')\n"
-                + _apply_cases("run_squad", "run_squad", common, cases))
+def test_run_squad_py_flags_without_an_equivalent_fail_naming_the_replacement(probes):
+  out = probes["experiments.run_squad"]["cases"]
   assert out["do_prepro"] == (
       "run_squad: --do_prepro=True (zihangdai/xlnet) is not taken here: features are built "
       "and cached by the run that needs them (--do_train, --do_predict)")
@@ -426,17 +444,8 @@ def test_a_run_race_py_command_line_fine_tunes_and_evaluates(spiece_model, tmp_p
 
 
 @pytest.mark.slow
-def test_run_race_py_flags_without_an_equivalent_fail_naming_the_replacement(tmp_path):
-  common = ["prog", "--do_train", f"--model_dir={tmp_path / 'run'}"]
-  cases = {
-      "both_levels": ["--high_only", "--middle_only"],
-      "levels": ["--high_only", "--levels=middle"],
-      "master": ["--master=grpc://10.0.0.1:8470"],
-      "clamp": ["--clamp_len=512"],
-      "high": ["--high_only", "--middle_only=False", "--max_save=4", "--shuffle_buffer=64"],
-  }
-  out = _python("REPORT = ('levels', 'max_checkpoints', 'shuffle_buffer_size', "
-                "'precision')\n" + _apply_cases("run_race", "run_race", common, cases))
+def test_run_race_py_flags_without_an_equivalent_fail_naming_the_replacement(probes):
+  out = probes["experiments.run_race"]["cases"]
   assert out["both_levels"] == ("run_race: --middle_only=True means --levels=middle, but "
                                 "--high_only=True means --levels=high")
   assert out["levels"] == ("run_race: --high_only=True means --levels=high, but "
