@@ -92,10 +92,12 @@ pictures: $(STAMP_RUNTIME)
 	    --out=$(DEMO_DIR)/curves.png
 
 # The suite in TEST_WORKERS processes (pytest-xdist), each taking whole files (so a file's
-# module fixtures are made once); TEST_WORKERS=0 runs it in this process. `make test` writes
+# module fixtures are made once) in collection order, the longest first (tests/conftest.py
+# LONGEST_FILES); TEST_WORKERS=0 runs it in this process. `make test` writes
 # the 30 slowest tests to DURATIONS_FILE (tests/durations_file.py).
 TEST_WORKERS ?= 2
-TEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+TEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile \
+    --no-loadscope-reorder)
 DURATIONS_FILE ?= test-durations.txt
 
 test: $(STAMP_TEST)

@@ -341,3 +341,10 @@ def test_every_allowed_process_is_still_there():
                                for n in ast.walk(node)):
       stale.append(entry)
   assert not stale, stale
+
+
+def test_the_longest_files_exist():
+  import conftest  # pylint: disable=g-import-not-at-top
+  missing = [path for path in conftest.LONGEST_FILES
+             if not os.path.isfile(os.path.join(TESTS, path))]
+  assert not missing, f"conftest.LONGEST_FILES names files that are gone: {missing}"
