@@ -228,13 +228,13 @@ def test_load_pretrained_errors(sources):
 
 @pytest.mark.slow
 def test_command_line(sources):
-  """`python -m xlnet_tf.convert` converts a released directory and says what it converted;
-  a directory that holds no checkpoint fails with a message saying so (both command lines
-  in one interpreter, `probe`)."""
+  """xlnet-convert (`experiments.convert`) converts a released directory and says what it
+  converted; a directory that holds no checkpoint fails with a message saying so (both
+  command lines in one interpreter, `probe`)."""
   _, _, tmp = sources
   (tmp / "notes").mkdir()
   (tmp / "notes" / "readme.txt").write_text("not a checkpoint")
-  run, bad = probe("xlnet_tf.convert", [
+  run, bad = probe("experiments.convert", [
       ["--source", tmp / "released", "--output", tmp / "cli_out"],
       ["--source", tmp / "notes", "--output", tmp / "cli_bad"]])
   assert run.returncode == 0, run.stderr

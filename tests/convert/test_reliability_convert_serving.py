@@ -63,16 +63,17 @@ def _hf_dir(pristine_hf, tmp_path):
 
 @pytest.fixture(scope="module", name="convert_runs")
 def _convert_runs(pristine_hf, tmp_path_factory):
-  """The refused `python -m xlnet_tf.convert` command lines of this file, in one interpreter
-  (`probe`): "own source" (--output a copy of the HF directory that is its --source, with
-  "hf_dir" that copy and "before" its files before the run) and "under a file" (--output
+  """The refused xlnet-convert (`experiments.convert`) command lines of this file, in one
+  interpreter (`probe`): "own source" (--output a copy of the HF directory that is its
+  --source, with "hf_dir" that copy and "before" its files before the run) and "under a
+  file" (--output
   "afile"/sub): name -> CompletedProcess, and the paths."""
   work = tmp_path_factory.mktemp("convert_cli")
   hf_dir = work / "hf"
   shutil.copytree(pristine_hf, hf_dir)
   before = _tree(hf_dir)
   (work / "afile").write_text("x")
-  own, under = probe("xlnet_tf.convert", [
+  own, under = probe("experiments.convert", [
       ["--source", hf_dir, "--output", hf_dir, "--overwrite"],
       ["--source", pristine_hf, "--output", work / "afile" / "sub"]], env=ENV)
   return {"own source": own, "under a file": under, "hf_dir": hf_dir, "before": before,
