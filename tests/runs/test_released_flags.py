@@ -355,6 +355,15 @@ _RELEASED_FINETUNING = [
 
 # ---- run_squad.py -----------------------------------------------------------------------
 
+def _assert_the_loop_flags(params):
+  """What `--iterations=2 --save_steps=2 --max_save=0 --use_bfloat16=True` of run_squad.py
+  and run_race.py make of the experiment (params.yaml's values)."""
+  assert params["trainer"]["steps_per_loop"] == 2                       # iterations
+  assert params["trainer"]["checkpoint_interval"] == 2                  # save_steps
+  assert params["trainer"]["max_to_keep"] == flag_translation.KEEP_ALL_CHECKPOINTS
+  assert params["task"]["optimization"]["precision"] == "bfloat16"      # use_bfloat16
+
+
 @pytest.mark.slow
 def test_a_run_squad_py_command_line_fine_tunes_and_predicts(spiece_model, tmp_path):
   pretrained = _pretrained_1_layer(spiece_model, tmp_path / "pretrained")
@@ -376,10 +385,7 @@ def test_a_run_squad_py_command_line_fine_tunes_and_predicts(spiece_model, tmp_p
       + _RELEASED_FINETUNING)
   assert result.returncode == 0, result.stderr[-3000:]
   params = yaml.safe_load((run / "params.yaml").read_text())
-  assert params["trainer"]["steps_per_loop"] == 2                       # iterations
-  assert params["trainer"]["checkpoint_interval"] == 2                  # save_steps
-  assert params["trainer"]["max_to_keep"] == flag_translation.KEEP_ALL_CHECKPOINTS
-  assert params["task"]["optimization"]["precision"] == "bfloat16"      # use_bfloat16
+  _assert_the_loop_flags(params)
   assert params["task"]["train_data"]["shuffle_buffer_size"] == 2048     # shuffle_buffer
   assert params["task"]["validation_data"]["global_batch_size"] == 16   # predict_batch_size
   assert params["task"]["init_checkpoint"] == str(pretrained)
@@ -430,10 +436,7 @@ def test_a_run_race_py_command_line_fine_tunes_and_evaluates(spiece_model, tmp_p
       + _RELEASED_FINETUNING)
   assert result.returncode == 0, result.stderr[-3000:]
   params = yaml.safe_load((run / "params.yaml").read_text())
-  assert params["trainer"]["steps_per_loop"] == 2                       # iterations
-  assert params["trainer"]["checkpoint_interval"] == 2                  # save_steps
-  assert params["trainer"]["max_to_keep"] == flag_translation.KEEP_ALL_CHECKPOINTS
-  assert params["task"]["optimization"]["precision"] == "bfloat16"      # use_bfloat16
+  _assert_the_loop_flags(params)
   assert params["task"]["levels"] == ["middle"]                         # middle_only
   assert params["task"]["train_data"]["shuffle_buffer_size"] == 2048     # shuffle_buffer
   assert params["task"]["model"]["n_layer"] == 1                        # model_config_path
